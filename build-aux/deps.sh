@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install what hpmalloc's build and tests need, from Debian's packages.
+#   deps.sh check   install what is missing (as root), else print the command
+#   deps.sh bench   the same for the benchmark contenders
+#   deps.sh cross   the same for cross compilers and qemu-user
+set -u
+what=${1:-check}
+case "$what" in
+  check) pkgs="gcc make libcriterion-dev valgrind glibc-source xz-utils python3 perl coreutils" ;;
+  bench) pkgs="libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev 7zip xz-utils hyperfine" ;;
+  cross) pkgs="gcc-powerpc64le-linux-gnu gcc-powerpc64-linux-gnu gcc-aarch64-linux-gnu qemu-user libc6-dev-ppc64el-cross libc6-dev-ppc64-cross libc6-dev-arm64-cross" ;;
+  *) echo "usage: deps.sh check|bench|cross" >&2; exit 2 ;;
+esac
+missing=()
+for p in $pkgs; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" = 0 ]; then
+  echo "deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >/tmp/hpmalloc-deps.log 2>&1 || {
+    echo "deps: apt-get failed; see /tmp/hpmalloc-deps.log" >&2; tail -20 /tmp/hpmalloc-deps.log >&2; exit 1; }
+else
+  echo "deps: missing packages: ${missing[*]}" >&2
+  echo "deps: run: sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi

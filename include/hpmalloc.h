@@ -1,0 +1,61 @@
+/* hpmalloc public extensions.  MIT licence.
+ *
+ * Everything else hpmalloc exports is the glibc malloc API (<malloc.h>,
+ * <stdlib.h>).  These are the only additional symbols.  */
+#ifndef HPMALLOC_H
+#define HPMALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HPMALLOC_VERSION_STRING "0.1.0"
+
+/* The library's version, e.g. "0.1.0".  */
+const char *hpmalloc_version(void);
+
+/* A snapshot of the allocator's counters.  All byte counts are bytes of
+   address space the allocator holds, except where stated.  */
+struct hpmalloc_stats {
+  size_t version;             /* sizeof (struct hpmalloc_stats), set by the call */
+  size_t bytes_in_use;        /* bytes handed to the program and not yet freed (chunk sizes) */
+  size_t bytes_mapped;        /* bytes committed by the allocator: heaps plus mmapped chunks */
+  size_t bytes_heap;          /* committed bytes in arena heaps */
+  size_t bytes_mmapped;       /* bytes in chunks mapped directly */
+  size_t bytes_free;          /* committed heap bytes sitting in bins or top */
+  size_t bytes_thp;           /* committed bytes in regions advised MADV_HUGEPAGE */
+  size_t bytes_hugetlb;       /* committed bytes backed by hugetlbfs pages */
+  size_t fallbacks_hugetlb;   /* times a hugetlb mapping failed and a weaker kind was used */
+  size_t fallbacks_thp;       /* times MADV_HUGEPAGE was refused and base pages were used */
+  size_t n_arenas;            /* arenas created (main arena included) */
+  size_t n_heaps;             /* heap regions currently mapped */
+  size_t n_mmapped;           /* chunks currently mapped directly */
+  int hugetlb_mode;           /* mode in force: 0, 1 (THP) or 2 (hugetlbfs) */
+  size_t huge_page_size;      /* huge page size in use (0 in mode 0) */
+};
+
+/* Fill *st (of size `size`, normally sizeof *st) with a consistent snapshot.
+   Returns 0, or -1 with errno EINVAL when st is NULL or size is too small.  */
+int hpmalloc_stats(struct hpmalloc_stats *st, size_t size);
+
+/* Walk every arena and check every chunk's boundary tags, bins and counters.
+   Returns 0 when the heap is consistent; on corruption prints a fixed
+   message and aborts, as the allocator's other integrity checks do.  */
+int hpmalloc_check_heap(void);
+
+/* Appliances that link hpmalloc statically and cannot set the environment
+   define this symbol in their program, in GLIBC_TUNABLES syntax:
+
+     const char hpmalloc_default_tunables[] = "glibc.malloc.hugetlb=1:glibc.malloc.arena_max=2";
+
+   The values are applied first; GLIBC_TUNABLES and MALLOC_*_ from the
+   environment still win.  */
+extern const char hpmalloc_default_tunables[] __attribute__((weak));
+
+#ifdef __cplusplus
+}
+#endif
+#endif

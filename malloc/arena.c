@@ -1,0 +1,228 @@
+/* arena.c: arenas, which thread uses which, thread exit and fork.
+ *
+ * The main arena is static; every other arena lives in the first of its
+ * heaps, right after the heap header.  A thread is bound to one arena on
+ * its first allocation: an arena left free by an exited thread, else a new
+ * one while there are fewer than the limit (arena_max, or 8 per CPU once
+ * arena_test arenas exist, as glibc), else an existing one chosen round
+ * robin, preferring one whose lock is free.
+ *
+ * fork: the prepare handler takes stdio's list lock first, then the list
+ * lock and every arena lock, so that a thread holding stdio's lock while it
+ * waits in malloc cannot deadlock against the forking thread (glibc's own
+ * fork takes stdio's lock after the atfork handlers, then its malloc locks:
+ * same order).  The child re-initialises the locks and keeps only the
+ * forking thread's arena attached.  */
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct arena main_arena;
+pthread_mutex_t hp_list_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Guarded by hp_list_lock.  */
+static struct arena *free_list;
+static struct arena *next_to_use;
+static size_t narenas = 1;
+static size_t narenas_limit;
+
+static pthread_key_t thread_key;
+static bool fork_locked;
+
+/* glibc's stdio list lock and single-thread flag, when present.  */
+extern void _IO_list_lock(void) __attribute__((weak));
+extern void _IO_list_unlock(void) __attribute__((weak));
+extern char __libc_single_threaded __attribute__((weak));
+
+static inline void list_lock(void) { if (!hp_self.in_fork) pthread_mutex_lock(&hp_list_lock); }
+static inline void list_unlock(void) { if (!hp_self.in_fork) pthread_mutex_unlock(&hp_list_lock); }
+
+void arena_init_struct(struct arena *ar, int index) {
+  memset(ar, 0, sizeof *ar);
+  pthread_mutex_init(&ar->lock, NULL);
+  arena_bins_init(ar);
+  ar->index = index;
+}
+
+/* A new thread arena with its first heap, attached to the caller.  */
+static struct arena *arena_new(void) {
+  struct heap *h;
+  struct arena tmp;
+  /* heap_create_first needs an arena to account to; account into tmp and
+     copy the counters after the real struct is in place */
+  arena_init_struct(&tmp, 0);
+  if (heap_create_first(&tmp, &h, mp.top_pad) != 0) return NULL;
+  struct arena *ar = (struct arena *)((char *)h + sizeof(struct heap));
+  ar = (struct arena *)align_up((uintptr_t)ar, _Alignof(struct arena));
+  list_lock();
+  int idx = (int)narenas++;
+  list_unlock();
+  arena_init_struct(ar, idx);
+  ar->system_mem = ar->max_system_mem = tmp.system_mem;
+  ar->bytes_thp = tmp.bytes_thp;
+  ar->bytes_hugetlb = tmp.bytes_hugetlb;
+  ar->n_heaps = 1;
+  h->ar = ar;
+  heap_attach_arena_top(ar, h, (char *)align_up((uintptr_t)(ar + 1), HP_ALIGN));
+  ar->attached_threads = 1;
+  atomic_fetch_add_explicit(&mp.n_arenas, 1, memory_order_relaxed);
+  list_lock();
+  /* link into the ring after the main arena */
+  ar->next = main_arena.next;
+  main_arena.next = ar;
+  list_unlock();
+  return ar;
+}
+
+static struct arena *take_free_arena(void) {
+  struct arena *ar = free_list;
+  if (ar) {
+    free_list = ar->next_free;
+    ar->next_free = NULL;
+    ar->attached_threads++;
+  }
+  return ar;
+}
+
+/* Round robin over existing arenas, preferring an unlocked one.  */
+static struct arena *reuse_arena(struct arena *avoid) {
+  if (!next_to_use) next_to_use = &main_arena;
+  struct arena *start = next_to_use, *ar = start, *pick = NULL;
+  do {
+    if (ar != avoid && pthread_mutex_trylock(&ar->lock) == 0) {
+      pthread_mutex_unlock(&ar->lock);
+      pick = ar;
+      break;
+    }
+    ar = ar->next;
+  } while (ar != start);
+  if (!pick) pick = start != avoid ? start : start->next;
+  next_to_use = pick->next;
+  /* an arena on the free list is now in use again */
+  for (struct arena **pp = &free_list; *pp; pp = &(*pp)->next_free) {
+    if (*pp == pick) { *pp = pick->next_free; pick->next_free = NULL; break; }
+  }
+  pick->attached_threads++;
+  return pick;
+}
+
+static size_t arena_limit(void) {
+  if (narenas_limit) return narenas_limit;
+  if (mp.arena_max) return narenas_limit = mp.arena_max;
+  if (narenas > mp.arena_test) return narenas_limit = 8 * (size_t)hp_os_ncpus();
+  return 0; /* not yet decided: below arena_test, always create */
+}
+
+static void bind_thread(struct arena *ar) {
+  hp_self.arena = ar;
+  if (hp_self.state == HP_THREAD_ACTIVE) pthread_setspecific(thread_key, &hp_self);
+}
+
+/* The arena the calling thread allocates from.  */
+struct arena *arena_get(size_t bytes) {
+  (void)bytes;
+  if (HP_LIKELY(hp_self.arena != NULL)) return hp_self.arena;
+  if (hp_self.state == HP_THREAD_DONE) return &main_arena;
+  list_lock();
+  struct arena *ar = take_free_arena();
+  size_t limit = ar ? 0 : arena_limit();
+  bool create = !ar && (limit == 0 || narenas < limit);
+  list_unlock();
+  if (create) ar = arena_new();
+  if (!ar) {
+    list_lock();
+    ar = reuse_arena(NULL);
+    list_unlock();
+  }
+  bind_thread(ar);
+  return ar;
+}
+
+/* ar could not serve a request: another arena to try, or NULL.  */
+struct arena *arena_retry(struct arena *ar, size_t bytes) {
+  (void)bytes;
+  if (ar != &main_arena) return &main_arena;
+  list_lock();
+  struct arena *other = narenas > 1 ? reuse_arena(&main_arena) : NULL;
+  if (other == &main_arena) other = NULL;
+  else if (other) other->attached_threads--; /* a one-off, not a binding */
+  list_unlock();
+  return other ? other : arena_new();
+}
+
+void arena_thread_detach(void) {
+  struct arena *ar = hp_self.arena;
+  hp_self.arena = NULL;
+  if (!ar) return;
+  list_lock();
+  if (ar->attached_threads && --ar->attached_threads == 0) {
+    ar->next_free = free_list;
+    free_list = ar;
+  }
+  list_unlock();
+}
+
+/* pthread key destructor: the thread is exiting.  */
+static void thread_exit(void *arg) {
+  (void)arg;
+  if (hp_self.state != HP_THREAD_ACTIVE) return;
+  tcache_flush();
+  arena_thread_detach();
+  hp_self.state = HP_THREAD_DONE;
+}
+
+/* ------------------------------------------------------------------ fork */
+
+static bool single_threaded(void) { return &__libc_single_threaded && __libc_single_threaded; }
+
+static void fork_prepare(void) {
+  fork_locked = false;
+  if (single_threaded() || hp_initialized != 2) return;
+  if (_IO_list_lock) _IO_list_lock();
+  pthread_mutex_lock(&hp_list_lock);
+  struct arena *ar = &main_arena;
+  do {
+    pthread_mutex_lock(&ar->lock);
+    ar = ar->next;
+  } while (ar != &main_arena);
+  fork_locked = true;
+  hp_self.in_fork = true;
+}
+
+static void fork_parent(void) {
+  if (!fork_locked) return;
+  hp_self.in_fork = false;
+  struct arena *ar = &main_arena;
+  do {
+    pthread_mutex_unlock(&ar->lock);
+    ar = ar->next;
+  } while (ar != &main_arena);
+  pthread_mutex_unlock(&hp_list_lock);
+  if (_IO_list_unlock) _IO_list_unlock();
+}
+
+static void fork_child(void) {
+  if (!fork_locked) return;
+  hp_self.in_fork = false;
+  free_list = NULL;
+  struct arena *ar = &main_arena;
+  do {
+    pthread_mutex_init(&ar->lock, NULL);
+    ar->attached_threads = ar == hp_self.arena ? 1 : 0;
+    if (ar != hp_self.arena && ar != &main_arena) {
+      ar->next_free = free_list;
+      free_list = ar;
+    }
+    ar = ar->next;
+  } while (ar != &main_arena);
+  pthread_mutex_init(&hp_list_lock, NULL);
+  /* glibc's fork reset stdio's list lock in the child already */
+}
+
+/* Second phase of initialisation: things that may themselves allocate.  */
+void arena_fork_setup(void) {
+  pthread_key_create(&thread_key, thread_exit);
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
+  if (hp_self.state == HP_THREAD_ACTIVE) pthread_setspecific(thread_key, &hp_self);
+}

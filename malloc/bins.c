@@ -1,0 +1,492 @@
+/* bins.c: the arena's free lists and the core of malloc and free.
+ *
+ *   fastbins   singly linked LIFO per small size (<= mxfast), chunks stay
+ *              marked in use until malloc_consolidate merges them;
+ *   unsorted   recently freed and split chunks, sorted into bins lazily by
+ *              the next malloc that walks it;
+ *   smallbins  one size each below 1024 bytes, FIFO;
+ *   largebins  size ranges, each kept sorted (largest first) with a skip
+ *              list of distinct sizes (fd_nextsize/bk_nextsize);
+ *   binmap     one bit per bin that may be non-empty, so malloc skips
+ *              empty bins quickly;
+ *   top        the chunk bordering the end of the current heap (top.c).
+ *
+ * Every function here runs with the arena's lock held.  Integrity checks
+ * that are cheap stay on in every build and end in hp_fatal().  */
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+
+static inline size_t arena_flag(const struct arena *ar) { return ar == &main_arena ? 0 : NON_MAIN_ARENA; }
+static inline struct chunk *unsorted(struct arena *ar) { return bin_at(ar, UNSORTED_BIN); }
+
+static inline void mark_bin(struct arena *ar, unsigned i) { ar->binmap[i >> BINMAP_SHIFT] |= 1u << (i & (BITSPERMAP - 1)); }
+
+void arena_bins_init(struct arena *ar) {
+  for (unsigned i = 0; i < NBINS; i++) {
+    struct chunk *b = bin_at(ar, i);
+    b->fd = b->bk = b;
+    b->size = 0;
+  }
+  memset(ar->binmap, 0, sizeof ar->binmap);
+  memset(ar->fastbins, 0, sizeof ar->fastbins);
+  ar->have_fastchunks = false;
+  ar->top = bin_at(ar, 0);  /* size 0: the first malloc grows the heap */
+  ar->last_remainder = NULL;
+}
+
+/* Remove free chunk p from whatever doubly linked bin holds it.  */
+void unlink_chunk(struct arena *ar, struct chunk *p) {
+  (void)ar;
+  if (chunksize(p) != next_chunk(p)->prev_size) hp_fatal("corrupted size vs. prev_size");
+  struct chunk *fd = p->fd, *bk = p->bk;
+  if (fd->bk != p || bk->fd != p) hp_fatal("corrupted double-linked list");
+  fd->bk = bk;
+  bk->fd = fd;
+  if (in_smallbin_range(chunksize(p)) || p->fd_nextsize == NULL) return;
+  if (p->fd_nextsize->bk_nextsize != p || p->bk_nextsize->fd_nextsize != p)
+    hp_fatal("corrupted double-linked list (not small)");
+  if (fd->fd_nextsize == NULL) {
+    /* fd had p's size and was not on the skip list: it takes p's place */
+    if (p->fd_nextsize == p) {
+      fd->fd_nextsize = fd->bk_nextsize = fd;
+    } else {
+      fd->fd_nextsize = p->fd_nextsize;
+      fd->bk_nextsize = p->bk_nextsize;
+      p->fd_nextsize->bk_nextsize = fd;
+      p->bk_nextsize->fd_nextsize = fd;
+    }
+  } else {
+    p->fd_nextsize->bk_nextsize = p->bk_nextsize;
+    p->bk_nextsize->fd_nextsize = p->fd_nextsize;
+  }
+}
+
+/* Put a free chunk of `size` (head and foot already set) at the front of
+   the unsorted bin.  */
+static void unsorted_push(struct arena *ar, struct chunk *p, size_t size) {
+  struct chunk *bck = unsorted(ar), *fwd = bck->fd;
+  if (fwd->bk != bck) hp_fatal("free(): corrupted unsorted chunks");
+  p->fd = fwd;
+  p->bk = bck;
+  if (!in_smallbin_range(size)) p->fd_nextsize = p->bk_nextsize = NULL;
+  bck->fd = p;
+  fwd->bk = p;
+}
+
+/* Split chunk v (already unlinked, of size `size`) to serve nb; the
+   remainder, if any, goes to the unsorted bin.  */
+static void *take_chunk(struct arena *ar, struct chunk *v, size_t size, size_t nb, bool remember) {
+  size_t rsize = size - nb;
+  if (rsize < MINSIZE) {
+    set_inuse_at(v, size);
+    v->size |= arena_flag(ar);
+    return chunk2mem(v);
+  }
+  struct chunk *rem = chunk_at(v, nb);
+  set_head(v, nb | PREV_INUSE | arena_flag(ar));
+  set_head(rem, rsize | PREV_INUSE);
+  set_foot(rem, rsize);
+  unsorted_push(ar, rem, rsize);
+  if (remember) ar->last_remainder = rem;
+  return chunk2mem(v);
+}
+
+/* ------------------------------------------------------------------ consolidation */
+
+/* Merge free chunk p (of size `size`, possibly preceded and followed by
+   free chunks) with its neighbours and put the result in the unsorted bin
+   or into top.  Returns the size of the resulting chunk.  */
+static size_t coalesce(struct arena *ar, struct chunk *p, size_t size) {
+  struct chunk *next = chunk_at(p, size);
+  size_t nextsize = chunksize(next);
+  if (!prev_inuse(p)) {
+    size_t prevsize = p->prev_size;
+    p = chunk_at(p, -prevsize);
+    if (chunksize(p) != prevsize) hp_fatal("corrupted size vs. prev_size while consolidating");
+    size += prevsize;
+    unlink_chunk(ar, p);
+  }
+  if (next != ar->top) {
+    if (!inuse_at(next, nextsize)) {
+      unlink_chunk(ar, next);
+      size += nextsize;
+    } else {
+      clear_inuse_at(next, 0);
+    }
+    set_head(p, size | PREV_INUSE);
+    set_foot(p, size);
+    unsorted_push(ar, p, size);
+  } else {
+    size += nextsize;
+    set_head(p, size | PREV_INUSE);
+    ar->top = p;
+    if (ar->last_remainder == p) ar->last_remainder = NULL;
+  }
+  return size;
+}
+
+void malloc_consolidate(struct arena *ar) {
+  ar->have_fastchunks = false;
+  for (unsigned i = 0; i < NFASTBINS; i++) {
+    struct chunk *p = ar->fastbins[i];
+    ar->fastbins[i] = NULL;
+    while (p) {
+      if (!aligned_ok((uintptr_t)chunk2mem(p))) hp_fatal("malloc_consolidate(): unaligned fastbin chunk detected");
+      if (fastbin_index(chunksize(p)) != i) hp_fatal("malloc_consolidate(): invalid chunk size");
+      struct chunk *nextp = reveal_ptr(&p->fd, p->fd);
+      coalesce(ar, p, chunksize(p));
+      p = nextp;
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ free */
+
+static bool in_current_heap(const struct arena *ar, const struct chunk *p) {
+  const struct heap *h = ar->heap;
+  return h && (const char *)p >= h->reg.base && (const char *)p < h->reg.base + h->reg.committed;
+}
+
+void int_free_locked(struct arena *ar, struct chunk *p) {
+  size_t size = chunksize(p);
+  struct chunk *next = chunk_at(p, size);
+  if (size <= mp.max_fast) {
+    size_t ns = chunksize(next);
+    if (ns <= CHUNK_HDR || ns >= ar->system_mem) hp_fatal("free(): invalid next size (fast)");
+    perturb_free(chunk2mem(p), size - CHUNK_HDR);
+    unsigned idx = fastbin_index(size);
+    struct chunk *old = ar->fastbins[idx];
+    if (old == p) hp_fatal("double free or corruption (fasttop)");
+    if (old && fastbin_index(chunksize(old)) != idx) hp_fatal("invalid fastbin entry (free)");
+    p->fd = protect_ptr(&p->fd, old);
+    ar->fastbins[idx] = p;
+    ar->have_fastchunks = true;
+    return;
+  }
+  if (p == ar->top) hp_fatal("double free or corruption (top)");
+  if (in_current_heap(ar, p) && (char *)next >= (char *)ar->top + chunksize(ar->top))
+    hp_fatal("double free or corruption (out)");
+  if (!prev_inuse(next)) hp_fatal("double free or corruption (!prev)");
+  size_t ns = chunksize(next);
+  if (ns <= CHUNK_HDR || ns >= ar->system_mem) hp_fatal("free(): invalid next size (normal)");
+  perturb_free(chunk2mem(p), size - CHUNK_HDR);
+  size = coalesce(ar, p, size);
+  if (size >= FASTBIN_CONSOLIDATION_THRESHOLD) {
+    if (ar->have_fastchunks) malloc_consolidate(ar);
+    if (chunksize(ar->top) >= mp.trim_threshold) sys_trim(ar, mp.top_pad);
+  }
+}
+
+void int_free(struct arena *ar, struct chunk *p) {
+  arena_lock(ar);
+  int_free_locked(ar, p);
+  arena_unlock(ar);
+}
+
+/* ------------------------------------------------------------------ malloc */
+
+/* Move more chunks of the size just served from a fastbin into the
+   thread's tcache.  */
+static void stash_fast(struct arena *ar, unsigned idx, size_t nb) {
+  size_t tidx = csize2tidx(nb);
+  if (tidx >= mp.tcache_bins) return;
+  struct chunk *c;
+  while (hp_self.counts[tidx] < hp_self.limit && (c = ar->fastbins[idx]) != NULL) {
+    if (!aligned_ok((uintptr_t)chunk2mem(c))) hp_fatal("malloc(): unaligned fastbin chunk detected 3");
+    ar->fastbins[idx] = reveal_ptr(&c->fd, c->fd);
+    tcache_put(c, tidx);
+  }
+}
+
+static void *from_fastbin(struct arena *ar, size_t nb) {
+  unsigned idx = fastbin_index(nb);
+  struct chunk *v = ar->fastbins[idx];
+  if (!v) return NULL;
+  if (!aligned_ok((uintptr_t)chunk2mem(v))) hp_fatal("malloc(): unaligned fastbin chunk detected 2");
+  ar->fastbins[idx] = reveal_ptr(&v->fd, v->fd);
+  if (fastbin_index(chunksize(v)) != idx) hp_fatal("malloc(): memory corruption (fast)");
+  stash_fast(ar, idx, nb);
+  return chunk2mem(v);
+}
+
+/* Take the oldest chunk of exactly nb from its small bin.  */
+static struct chunk *smallbin_pop(struct arena *ar, struct chunk *bin) {
+  struct chunk *v = bin->bk;
+  if (v == bin) return NULL;
+  struct chunk *bck = v->bk;
+  if (bck->fd != v) hp_fatal("malloc(): smallbin double linked list corrupted");
+  bin->bk = bck;
+  bck->fd = bin;
+  set_inuse_at(v, chunksize(v));
+  v->size |= arena_flag(ar);
+  return v;
+}
+
+static void *from_smallbin(struct arena *ar, size_t nb) {
+  struct chunk *bin = bin_at(ar, smallbin_index(nb));
+  struct chunk *v = smallbin_pop(ar, bin);
+  if (!v) return NULL;
+  size_t tidx = csize2tidx(nb);
+  if (tidx < mp.tcache_bins) {
+    struct chunk *c;
+    while (hp_self.counts[tidx] < hp_self.limit && (c = smallbin_pop(ar, bin)) != NULL) tcache_put(c, tidx);
+  }
+  return chunk2mem(v);
+}
+
+/* File free chunk v (just taken off the unsorted list) in its bin.  */
+static void place_in_bin(struct arena *ar, struct chunk *v, size_t size) {
+  unsigned idx;
+  struct chunk *bck, *fwd;
+  if (in_smallbin_range(size)) {
+    idx = smallbin_index(size);
+    bck = bin_at(ar, idx);
+    fwd = bck->fd;
+  } else {
+    idx = largebin_index(size);
+    bck = bin_at(ar, idx);
+    fwd = bck->fd;
+    if (fwd == bck) {
+      v->fd_nextsize = v->bk_nextsize = v;
+    } else if (size < chunksize(bck->bk)) {
+      /* smaller than all: goes last */
+      fwd = bck;
+      bck = bck->bk;
+      v->fd_nextsize = fwd->fd;
+      v->bk_nextsize = fwd->fd->bk_nextsize;
+      fwd->fd->bk_nextsize = v;
+      v->bk_nextsize->fd_nextsize = v;
+    } else {
+      while (size < chunksize(fwd)) fwd = fwd->fd_nextsize;
+      if (size == chunksize(fwd)) {
+        fwd = fwd->fd; /* same size: insert after the skip-list entry */
+        v->fd_nextsize = v->bk_nextsize = NULL;
+      } else {
+        v->fd_nextsize = fwd;
+        v->bk_nextsize = fwd->bk_nextsize;
+        if (fwd->bk_nextsize->fd_nextsize != fwd) hp_fatal("malloc(): largebin double linked list corrupted (nextsize)");
+        fwd->bk_nextsize = v;
+        v->bk_nextsize->fd_nextsize = v;
+      }
+      bck = fwd->bk;
+      if (bck->fd != fwd) hp_fatal("malloc(): largebin double linked list corrupted (bk)");
+    }
+  }
+  mark_bin(ar, idx);
+  v->bk = bck;
+  v->fd = fwd;
+  fwd->bk = v;
+  bck->fd = v;
+}
+
+static void check_unsorted(struct arena *ar, struct chunk *v, size_t size) {
+  struct chunk *next = chunk_at(v, size);
+  if (size <= CHUNK_HDR || size > ar->system_mem) hp_fatal("malloc(): invalid size (unsorted)");
+  if (chunksize(next) < CHUNK_HDR || chunksize(next) > ar->system_mem) hp_fatal("malloc(): invalid next size (unsorted)");
+  if (next->prev_size != size) hp_fatal("malloc(): mismatching next->prev_size (unsorted)");
+  if (v->bk->fd != v || v->fd->bk != v) hp_fatal("malloc(): unsorted double linked list corrupted");
+  if (prev_inuse(next)) hp_fatal("malloc(): invalid next->prev_inuse (unsorted)");
+}
+
+enum { UNSORTED_MAX_ITERS = 10000 };
+
+/* Walk the unsorted bin, sorting chunks into bins.  Returns a chunk for nb
+   when one fits exactly or the last remainder can be split; exact fits for
+   tcache-sized requests fill the tcache first (*cached counts them).  */
+static void *process_unsorted(struct arena *ar, size_t nb, size_t *cached) {
+  struct chunk *ub = unsorted(ar);
+  size_t tidx = csize2tidx(nb);
+  bool can_cache = tidx < mp.tcache_bins && hp_self.limit > 0;
+  size_t processed = 0;
+  struct chunk *v;
+  while ((v = ub->bk) != ub) {
+    size_t size = chunksize(v);
+    check_unsorted(ar, v, size);
+    struct chunk *bck = v->bk;
+    if (in_smallbin_range(nb) && bck == ub && v == ar->last_remainder && size > nb + MINSIZE) {
+      ub->bk = ub->fd = ub; /* v was alone in the list */
+      return take_chunk(ar, v, size, nb, true);
+    }
+    ub->bk = bck;
+    bck->fd = ub;
+    if (size == nb) {
+      set_inuse_at(v, size);
+      v->size |= arena_flag(ar);
+      if (can_cache && hp_self.counts[tidx] < hp_self.limit) {
+        tcache_put(v, tidx);
+        ++*cached;
+      } else {
+        return chunk2mem(v);
+      }
+    } else {
+      place_in_bin(ar, v, size);
+    }
+    ++processed;
+    if (*cached && mp.tcache_unsorted_limit && processed > mp.tcache_unsorted_limit) return tcache_get(tidx);
+    if (processed >= UNSORTED_MAX_ITERS) break;
+  }
+  if (*cached) return tcache_get(tidx);
+  return NULL;
+}
+
+/* Best fit in nb's own large bin.  */
+static void *from_largebin(struct arena *ar, size_t nb) {
+  struct chunk *bin = bin_at(ar, largebin_index(nb));
+  struct chunk *v = bin->fd;
+  if (v == bin || chunksize(v) < nb) return NULL;
+  v = v->bk_nextsize; /* the smallest size */
+  while (chunksize(v) < nb) v = v->bk_nextsize;
+  /* take the second of a size so the skip list need not change */
+  if (v != bin->bk && chunksize(v->fd) == chunksize(v)) v = v->fd;
+  size_t size = chunksize(v);
+  unlink_chunk(ar, v);
+  return take_chunk(ar, v, size, nb, false);
+}
+
+/* Smallest chunk in the next non-empty bin above nb's, by the binmap.  */
+static void *from_binmap(struct arena *ar, size_t nb) {
+  unsigned idx = bin_index(nb) + 1;
+  unsigned block = idx >> BINMAP_SHIFT;
+  unsigned map = ar->binmap[block];
+  unsigned bit = 1u << (idx & (BITSPERMAP - 1));
+  for (;;) {
+    if (bit > map || bit == 0) {
+      do {
+        if (++block >= BINMAPSIZE) return NULL;
+      } while ((map = ar->binmap[block]) == 0);
+      idx = block << BINMAP_SHIFT;
+      bit = 1;
+    }
+    while ((bit & map) == 0) {
+      idx++;
+      bit <<= 1;
+    }
+    struct chunk *bin = bin_at(ar, idx), *v = bin->bk;
+    if (v == bin) {
+      /* stale bit: clear it and go on */
+      ar->binmap[block] = map &= ~bit;
+      idx++;
+      bit <<= 1;
+      continue;
+    }
+    size_t size = chunksize(v);
+    if (size < nb) hp_fatal("malloc(): corrupted bin");
+    unlink_chunk(ar, v);
+    return take_chunk(ar, v, size, nb, in_smallbin_range(nb));
+  }
+}
+
+static void *from_top(struct arena *ar, size_t nb) {
+  struct chunk *v = ar->top;
+  size_t size = chunksize(v);
+  if (size > ar->system_mem) hp_fatal("malloc(): corrupted top size");
+  if (size < nb + MINSIZE) return NULL;
+  struct chunk *rem = chunk_at(v, nb);
+  ar->top = rem;
+  set_head(rem, (size - nb) | PREV_INUSE);
+  set_head(v, nb | PREV_INUSE | arena_flag(ar));
+  return chunk2mem(v);
+}
+
+/* Serve `bytes` from arena ar (locked).  NULL with errno ENOMEM on failure.  */
+void *int_malloc(struct arena *ar, size_t bytes) {
+  size_t nb = request2size(bytes);
+  void *m;
+  if (nb <= mp.max_fast && (m = from_fastbin(ar, nb)) != NULL) return m;
+  if (in_smallbin_range(nb)) {
+    if ((m = from_smallbin(ar, nb)) != NULL) return m;
+  } else if (ar->have_fastchunks) {
+    malloc_consolidate(ar);
+  }
+  for (;;) {
+    size_t cached = 0;
+    if ((m = process_unsorted(ar, nb, &cached)) != NULL) return m;
+    if (!in_smallbin_range(nb) && (m = from_largebin(ar, nb)) != NULL) return m;
+    if ((m = from_binmap(ar, nb)) != NULL) return m;
+    if ((m = from_top(ar, nb)) != NULL) return m;
+    if (!ar->have_fastchunks) return sys_grow(ar, nb);
+    malloc_consolidate(ar);
+  }
+}
+
+/* ------------------------------------------------------------------ realloc, memalign */
+
+/* Give back the tail of in-use chunk p beyond nb (p's size is `size`).  */
+static void split_tail(struct arena *ar, struct chunk *p, size_t size, size_t nb) {
+  size_t rsize = size - nb;
+  if (rsize < MINSIZE) {
+    set_head_size(p, size);
+    set_inuse_at(p, size);
+    return;
+  }
+  struct chunk *rem = chunk_at(p, nb);
+  set_head_size(p, nb);
+  set_head(rem, rsize | PREV_INUSE | arena_flag(ar));
+  set_inuse_at(rem, rsize);
+  int_free_locked(ar, rem);
+}
+
+/* Resize in-use, non-mapped chunk old (of oldsize) to nb, in place when the
+   next chunk is free or top, else by moving.  Returns memory or NULL (old
+   unchanged).  */
+void *int_realloc(struct arena *ar, struct chunk *old, size_t oldsize, size_t nb) {
+  struct chunk *next = chunk_at(old, oldsize);
+  size_t nextsize = chunksize(next);
+  if (nextsize <= CHUNK_HDR || nextsize >= ar->system_mem) hp_fatal("realloc(): invalid next size");
+  if (oldsize >= nb) {
+    split_tail(ar, old, oldsize, nb);
+    return chunk2mem(old);
+  }
+  if (next == ar->top && oldsize + nextsize >= nb + MINSIZE) {
+    set_head_size(old, nb);
+    ar->top = chunk_at(old, nb);
+    set_head(ar->top, (oldsize + nextsize - nb) | PREV_INUSE);
+    return chunk2mem(old);
+  }
+  if (next != ar->top && !inuse_at(next, nextsize) && oldsize + nextsize >= nb) {
+    unlink_chunk(ar, next);
+    split_tail(ar, old, oldsize + nextsize, nb);
+    return chunk2mem(old);
+  }
+  void *m = int_malloc(ar, nb - HP_ALIGN_MASK);
+  if (!m) return NULL;
+  struct chunk *n = mem2chunk(m);
+  if (n == next) {
+    /* got the neighbour itself: merge instead of copying */
+    split_tail(ar, old, oldsize + chunksize(n), nb);
+    return chunk2mem(old);
+  }
+  memcpy(m, chunk2mem(old), oldsize - SIZE_SZ);
+  int_free_locked(ar, old);
+  return m;
+}
+
+/* Memory of `bytes` aligned to `alignment` (a power of two > 16).  */
+void *int_memalign(struct arena *ar, size_t alignment, size_t bytes) {
+  size_t nb = request2size(bytes);
+  if (nb > SIZE_MAX - alignment - MINSIZE) { errno = ENOMEM; return NULL; }
+  void *m = int_malloc(ar, nb + alignment + MINSIZE);
+  if (!m) return NULL;
+  struct chunk *p = mem2chunk(m);
+  if (((uintptr_t)m & (alignment - 1)) != 0) {
+    char *brk = (char *)mem2chunk((void *)align_up((uintptr_t)m, alignment));
+    if ((size_t)(brk - (char *)p) < MINSIZE) brk += alignment;
+    struct chunk *np = (struct chunk *)brk;
+    size_t lead = (size_t)(brk - (char *)p);
+    size_t nsize = chunksize(p) - lead;
+    if (chunk_is_mmapped(p)) {
+      np->prev_size = p->prev_size + lead;
+      set_head(np, nsize | IS_MMAPPED);
+      return chunk2mem(np);
+    }
+    set_head(np, nsize | PREV_INUSE | arena_flag(ar));
+    set_inuse_at(np, nsize);
+    set_head_size(p, lead);
+    int_free_locked(ar, p);
+    p = np;
+  }
+  if (!chunk_is_mmapped(p)) split_tail(ar, p, chunksize(p), nb);
+  return chunk2mem(p);
+}

@@ -1,0 +1,220 @@
+/* init.c: start-up (probe, tunables, huge-page mode) and mallopt.
+ *
+ * Initialisation runs on the first call into the allocator, in two phases:
+ * phase 1 must not allocate (probe the system, parse tunables, set up the
+ * main arena); once it is done the allocator works, and phase 2 registers
+ * the fork and thread-exit handlers, which may allocate.  */
+#include <errno.h>
+#include <malloc.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hpmalloc.h"
+#include "internal.h"
+
+#ifdef HP_HAVE_VALGRIND
+#include <valgrind/valgrind.h>
+static bool on_valgrind(void) { return RUNNING_ON_VALGRIND != 0; }
+#else
+static bool on_valgrind(void) { return false; }
+#endif
+
+struct hp_params mp;
+struct hp_sysinfo hp_sysinfo;
+struct hp_placement hp_placement;
+uintptr_t hp_tcache_key;
+bool hp_vg;
+_Atomic int hp_initialized;
+
+static const size_t DEFAULT_HEAP_MAX = (size_t)64 << 20;
+static const size_t MMAP_THRESHOLD_MAX = (size_t)32 << 20;
+
+static bool tunable_set(const struct hp_tunable_values *tv, enum hp_tunable_id id) {
+  return tv->set_mask & (1u << id);
+}
+
+static bool hugetlb_size_listed(size_t sz) {
+  for (unsigned i = 0; i < hp_sysinfo.n_hugetlb; i++)
+    if (hp_sysinfo.hugetlb_sizes[i] == sz) return true;
+  return false;
+}
+
+static size_t thp_size(void) {
+  if (hp_sysinfo.thp != HP_THP_MADVISE && hp_sysinfo.thp != HP_THP_ALWAYS) return 0;
+  return hp_sysinfo.thp_pmd_size ? hp_sysinfo.thp_pmd_size : hp_arch_default_pmd(&hp_sysinfo);
+}
+
+/* Resolve glibc.malloc.hugetlb (and hpmalloc.hugetlb_size) into a mode.  */
+static void resolve_mode(uint64_t req, uint64_t size_req) {
+  mp.thp_size = thp_size();
+  mp.hugetlb_mode = 0;
+  mp.mode_reason = "hugetlb=0 (default)";
+  if (req == 0) return;
+  bool want_hugetlb = req == 2 || req > 2;
+  size_t hsz = 0;
+  if (req > 2) {
+    if (!hugetlb_size_listed((size_t)req)) {
+      mp.mode_reason = "hugetlb=<size>: size not offered by /sys/kernel/mm/hugepages, ignored";
+      return;
+    }
+    hsz = (size_t)req;
+  } else if (req == 2) {
+    hsz = size_req && hugetlb_size_listed((size_t)size_req) ? (size_t)size_req : hp_sysinfo.hugetlb_default;
+  }
+  if (want_hugetlb) {
+    if (hsz && hugetlb_size_listed(hsz)) {
+      mp.hugetlb_mode = 2;
+      mp.hugetlb_size = hsz;
+      mp.mode_reason = "hugetlbfs pages; falls back to THP, then base pages, when the pool runs dry";
+      return;
+    }
+    if (mp.thp_size) {
+      mp.hugetlb_mode = 1;
+      mp.mode_reason = "hugetlb=2 asked, but no hugetlb page size is offered: using THP";
+      return;
+    }
+    mp.mode_reason = "hugetlb=2 asked, but neither hugetlbfs nor THP is available";
+    return;
+  }
+  if (mp.thp_size) {
+    mp.hugetlb_mode = 1;
+    mp.mode_reason = hp_sysinfo.thp == HP_THP_ALWAYS ? "THP (enabled=always)" : "THP (enabled=madvise)";
+    return;
+  }
+  mp.mode_reason = hp_sysinfo.thp == HP_THP_NEVER ? "hugetlb=1 asked, but THP is disabled (enabled=never): off"
+                                                   : "hugetlb=1 asked, but the kernel has no THP: off";
+}
+
+static size_t next_pow2(size_t v) {
+  size_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+void hp_apply_tunables(const struct hp_tunable_values *tv) {
+  const uint64_t *v = tv->val;
+  mp.top_pad = (size_t)v[HP_T_TOP_PAD];
+  mp.trim_threshold = (size_t)v[HP_T_TRIM_THRESHOLD];
+  mp.mmap_threshold = (size_t)v[HP_T_MMAP_THRESHOLD];
+  mp.n_mmaps_max = (int)v[HP_T_MMAP_MAX];
+  mp.no_dyn_threshold = tunable_set(tv, HP_T_TOP_PAD) || tunable_set(tv, HP_T_TRIM_THRESHOLD) ||
+                        tunable_set(tv, HP_T_MMAP_THRESHOLD) || tunable_set(tv, HP_T_MMAP_MAX);
+  mp.arena_test = (size_t)v[HP_T_ARENA_TEST];
+  mp.arena_max = (size_t)v[HP_T_ARENA_MAX];
+  mp.max_fast = ((size_t)v[HP_T_MXFAST] + SIZE_SZ) & ~(size_t)HP_ALIGN_MASK;
+  mp.perturb = (int)v[HP_T_PERTURB];
+  mp.check_action = (int)v[HP_T_CHECK];
+  size_t tmax = (size_t)v[HP_T_TCACHE_MAX];
+  size_t bins = tmax > tidx2usize(TCACHE_MAX_BINS - 1) ? TCACHE_MAX_BINS : csize2tidx(request2size(tmax)) + 1;
+  if (bins > TCACHE_MAX_BINS) bins = TCACHE_MAX_BINS;
+  mp.tcache_bins = bins;
+  mp.tcache_max_bytes = bins ? tidx2usize(bins - 1) : 0;
+  mp.tcache_count = (size_t)v[HP_T_TCACHE_COUNT];
+  mp.tcache_unsorted_limit = (size_t)v[HP_T_TCACHE_UNSORTED_LIMIT];
+  mp.huge_waste_pct = (size_t)v[HP_T_HUGE_WASTE];
+  resolve_mode(v[HP_T_HUGETLB], v[HP_T_HUGETLB_SIZE]);
+  size_t huge = mp.hugetlb_mode == 2 ? mp.hugetlb_size : mp.hugetlb_mode == 1 ? mp.thp_size : 0;
+  mp.heap_max = DEFAULT_HEAP_MAX;
+  if (huge && 4 * huge > mp.heap_max) mp.heap_max = next_pow2(4 * huge);
+  if (huge) {
+    /* keep huge pages whole: pad and trim in huge-page units */
+    mp.top_pad = align_up(mp.top_pad ? mp.top_pad : 1, huge);
+    mp.trim_threshold = align_up(mp.trim_threshold ? mp.trim_threshold : 1, huge);
+    if (!tunable_set(tv, HP_T_MMAP_THRESHOLD) && mp.mmap_threshold < huge) mp.mmap_threshold = huge;
+  }
+}
+
+/* ------------------------------------------------------------------ start-up */
+
+static void verbose_line(void) {
+  char buf[512];
+  size_t huge = mp.hugetlb_mode == 2 ? mp.hugetlb_size : mp.hugetlb_mode == 1 ? mp.thp_size : 0;
+  int n = snprintf(buf, sizeof buf, "hpmalloc %s: hugetlb mode %d, page %zu KiB: %s; placement: %s\n",
+                   HPMALLOC_VERSION_STRING, mp.hugetlb_mode, (huge ? huge : mp.page) >> 10, mp.mode_reason,
+                   hp_placement.desc);
+  if (n > 0) hp_os_write_err(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
+static bool verbose;
+
+static void init_phase1(void) {
+  hp_sys_probe(&hp_sysinfo);
+  hp_arch_placement(&hp_sysinfo, &hp_placement);
+  mp.page = hp_os_page_size();
+  struct hp_tunable_values tv;
+  const char *builtin = &hpmalloc_default_tunables ? hpmalloc_default_tunables : NULL;
+  hp_tunables_parse(&tv, builtin, hp_os_environ(), hp_os_secure());
+  hp_apply_tunables(&tv);
+  hp_vg = on_valgrind();
+  hp_os_random(&hp_tcache_key, sizeof hp_tcache_key);
+  hp_tcache_key |= 1; /* never 0, the value of a key-less entry */
+  arena_init_struct(&main_arena, 0);
+  main_arena.next = &main_arena;
+  main_arena.attached_threads = 1;
+  atomic_store_explicit(&mp.n_arenas, 1, memory_order_relaxed);
+  hp_self.arena = &main_arena;
+  tcache_thread_start();
+  hp_tc_max_request = hp_self.limit ? mp.tcache_max_bytes : 0;
+  verbose = tv.val[HP_T_VERBOSE] != 0;
+}
+
+void hp_init_slow(void) {
+  int expected = 0;
+  if (atomic_compare_exchange_strong(&hp_initialized, &expected, 1)) {
+    init_phase1();
+    atomic_store_explicit(&hp_initialized, 2, memory_order_release);
+    arena_fork_setup();
+    if (verbose) verbose_line();
+    return;
+  }
+  while (atomic_load_explicit(&hp_initialized, memory_order_acquire) != 2) sched_yield();
+}
+
+/* ------------------------------------------------------------------ mallopt */
+
+int hp_mallopt(int param, int value) {
+  hp_ensure_init();
+  int ok = 1;
+  arena_lock(&main_arena);
+  malloc_consolidate(&main_arena);
+  switch (param) {
+  case M_MXFAST:
+    if (value < 0 || (size_t)value > MAX_FAST_SIZE) { ok = 0; break; }
+    mp.max_fast = ((size_t)value + SIZE_SZ) & ~(size_t)HP_ALIGN_MASK;
+    break;
+  case M_TRIM_THRESHOLD:
+    mp.trim_threshold = (size_t)(unsigned long)value;
+    mp.no_dyn_threshold = true;
+    break;
+  case M_TOP_PAD:
+    mp.top_pad = (size_t)(unsigned long)value;
+    mp.no_dyn_threshold = true;
+    break;
+  case M_MMAP_THRESHOLD:
+    if ((size_t)(unsigned long)value > MMAP_THRESHOLD_MAX) { ok = 0; break; }
+    mp.mmap_threshold = (size_t)(unsigned long)value;
+    mp.no_dyn_threshold = true;
+    break;
+  case M_MMAP_MAX:
+    mp.n_mmaps_max = value;
+    mp.no_dyn_threshold = true;
+    break;
+  case M_CHECK_ACTION:
+    mp.check_action = value;
+    break;
+  case M_PERTURB:
+    mp.perturb = value;
+    break;
+  case M_ARENA_TEST:
+    if (value > 0) mp.arena_test = (size_t)value;
+    break;
+  case M_ARENA_MAX:
+    if (value > 0) mp.arena_max = (size_t)value;
+    break;
+  default:
+    ok = 0;
+  }
+  arena_unlock(&main_arena);
+  return ok;
+}

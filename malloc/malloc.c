@@ -1,0 +1,421 @@
+/* malloc.c: the public entry points.  Argument checks, errno, dispatch to
+ * the tcache (inlined fast paths), the arenas and mapped chunks, and the
+ * valgrind client requests.  Nothing else lives here.
+ *
+ * Test builds (HP_TEST_BUILD) rename every entry point hpt_NAME, so unit
+ * tests can drive the allocator while their harness keeps the system's.  */
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hpmalloc.h"
+#include "internal.h"
+
+#ifdef HP_TEST_BUILD
+#define HP_API(n) hpt_##n
+#else
+#define HP_API(n) n
+#endif
+#define HP_EXPORT __attribute__((visibility("default")))
+
+/* C23, not yet in glibc 2.36's headers.  */
+HP_EXPORT void HP_API(free_sized)(void *p, size_t size);
+HP_EXPORT void HP_API(free_aligned_sized)(void *p, size_t alignment, size_t size);
+
+/* ------------------------------------------------------------------ valgrind */
+
+#ifdef HP_HAVE_VALGRIND
+#include <valgrind/memcheck.h>
+#include <valgrind/valgrind.h>
+
+/* Under memcheck, hpmalloc's own code reads and writes its metadata inside
+   blocks the program has freed; errors are silenced while it does, and the
+   program's accesses are checked as usual.  */
+static inline void vg_enter(void) { if (HP_UNLIKELY(hp_vg)) VALGRIND_DISABLE_ERROR_REPORTING; }
+static inline void vg_leave(void) { if (HP_UNLIKELY(hp_vg)) VALGRIND_ENABLE_ERROR_REPORTING; }
+
+/* Tell memcheck about a new block of n bytes at p; the slack after it and
+   the next chunk's size field become inaccessible so overflows show.  */
+static void vg_alloc(void *p, size_t n, bool zeroed) {
+  if (HP_LIKELY(!hp_vg) || !p) return;
+  struct chunk *c = mem2chunk(p);
+  size_t usable = chunk_usable(c);
+  VALGRIND_MALLOCLIKE_BLOCK(p, n, 0, zeroed);
+  if (usable > n) VALGRIND_MAKE_MEM_NOACCESS((char *)p + n, usable - n);
+  if (!chunk_is_mmapped(c)) VALGRIND_MAKE_MEM_NOACCESS((char *)next_chunk(c) + SIZE_SZ, SIZE_SZ);
+}
+static void vg_free(void *p) {
+  if (HP_UNLIKELY(hp_vg)) VALGRIND_FREELIKE_BLOCK(p, 0);
+}
+static void vg_usable(void *p, size_t n) {
+  if (HP_UNLIKELY(hp_vg)) VALGRIND_MAKE_MEM_UNDEFINED(p, n);
+}
+#else
+static inline void vg_enter(void) {}
+static inline void vg_leave(void) {}
+static inline void vg_alloc(void *p, size_t n, bool zeroed) { (void)p; (void)n; (void)zeroed; }
+static inline void vg_free(void *p) { (void)p; }
+static inline void vg_usable(void *p, size_t n) { (void)p; (void)n; }
+#endif
+
+/* ------------------------------------------------------------------ core paths */
+
+static void *arena_alloc(size_t n) {
+  struct arena *ar = arena_get(n);
+  arena_lock(ar);
+  void *p = int_malloc(ar, n);
+  arena_unlock(ar);
+  if (!p && (ar = arena_retry(ar, n)) != NULL) {
+    arena_lock(ar);
+    p = int_malloc(ar, n);
+    arena_unlock(ar);
+  }
+  return p;
+}
+
+/* Allocate n bytes: tcache, then an arena.  No valgrind marking.  */
+static void *alloc_core(size_t n) {
+  hp_ensure_init();
+  if (HP_UNLIKELY(request_out_of_range(n))) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (HP_UNLIKELY(hp_self.state == HP_THREAD_NEW)) tcache_thread_start();
+  size_t tidx = csize2tidx(request2size(n));
+  if (tidx < mp.tcache_bins && hp_self.entries[tidx]) return tcache_get(tidx);
+  void *p = arena_alloc(n);
+  if (!p) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return p;
+}
+
+static void *malloc_slow(size_t n) {
+  vg_enter();
+  void *p = alloc_core(n);
+  if (p && !chunk_is_mmapped(mem2chunk(p))) perturb_alloc(p, n);
+  vg_leave();
+  vg_alloc(p, n, false);
+  return p;
+}
+
+/* Free chunk c (not NULL, checked for alignment and wrap).  */
+static void free_core(struct chunk *c) {
+  size_t size = chunksize(c);
+  if (chunk_is_mmapped(c)) {
+    munmap_chunk(c);
+    return;
+  }
+  if (HP_UNLIKELY(size < MINSIZE || (size & HP_ALIGN_MASK))) hp_fatal("free(): invalid size");
+  if (HP_UNLIKELY(hp_self.state == HP_THREAD_NEW)) tcache_thread_start();
+  size_t tidx = csize2tidx(size);
+  if (tidx < mp.tcache_bins && hp_self.counts[tidx] < hp_self.limit) {
+    struct tc_entry *e = (struct tc_entry *)chunk2mem(c);
+    if (HP_UNLIKELY(e->key == hp_tcache_key)) tcache_double_free_scan(e, tidx);
+    tcache_put(c, tidx);
+    return;
+  }
+  int_free(arena_for_chunk(c), c);
+}
+
+static inline void check_pointer(const struct chunk *c, size_t size, const char *msg) {
+  if (HP_UNLIKELY((uintptr_t)c > (uintptr_t)-size || !aligned_ok((uintptr_t)chunk2mem(c)))) hp_fatal(msg);
+}
+
+static void free_slow(void *p) {
+  int saved = errno;
+  hp_ensure_init();
+  struct chunk *c = mem2chunk(p);
+  check_pointer(c, chunksize(c), "free(): invalid pointer");
+  vg_free(p);
+  vg_enter();
+  free_core(c);
+  vg_leave();
+  errno = saved;
+}
+
+/* ------------------------------------------------------------------ malloc, free */
+
+HP_EXPORT void *HP_API(malloc)(size_t n) {
+  if (HP_LIKELY(n <= hp_tc_max_request)) {
+    size_t tidx = csize2tidx(request2size(n));
+    if (HP_LIKELY(hp_self.entries[tidx] != NULL)) return tcache_get(tidx);
+  }
+  return malloc_slow(n);
+}
+
+HP_EXPORT void HP_API(free)(void *p) {
+  if (HP_UNLIKELY(!p)) return;
+  struct chunk *c = mem2chunk(p);
+  size_t head = c->size;
+  size_t size = head & ~(size_t)SIZE_BITS;
+  size_t tidx = (size - MINSIZE) / HP_ALIGN; /* huge when size < MINSIZE: fails the bound */
+  if (HP_LIKELY(!(head & IS_MMAPPED) && tidx < mp.tcache_bins && hp_self.counts[tidx] < hp_self.limit)) {
+    check_pointer(c, size, "free(): invalid pointer");
+    if (HP_UNLIKELY(size & HP_ALIGN_MASK)) hp_fatal("free(): invalid size");
+    struct tc_entry *e = (struct tc_entry *)p;
+    if (HP_UNLIKELY(e->key == hp_tcache_key)) tcache_double_free_scan(e, tidx);
+    tcache_put(c, tidx);
+    return;
+  }
+  free_slow(p);
+}
+
+HP_EXPORT void HP_API(free_sized)(void *p, size_t size) {
+  (void)size;
+  HP_API(free)(p);
+}
+
+HP_EXPORT void HP_API(free_aligned_sized)(void *p, size_t alignment, size_t size) {
+  (void)alignment;
+  (void)size;
+  HP_API(free)(p);
+}
+
+HP_EXPORT void *HP_API(calloc)(size_t n, size_t size) {
+  size_t bytes;
+  if (__builtin_mul_overflow(n, size, &bytes)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  vg_enter();
+  void *p = alloc_core(bytes);
+  /* a chunk mapped on its own is fresh from the kernel, hence zero */
+  if (p && !chunk_is_mmapped(mem2chunk(p))) memset(p, 0, bytes);
+  vg_leave();
+  vg_alloc(p, bytes, true);
+  return p;
+}
+
+/* ------------------------------------------------------------------ realloc */
+
+static void *realloc_mapped(struct chunk *c, void *p, size_t n, size_t nb) {
+  size_t oldsize = chunksize(c);
+  void *q = mremap_chunk(c, nb);
+  if (q) return q;
+  if (oldsize - CHUNK_HDR >= n) return p;
+  q = alloc_core(n);
+  if (!q) return NULL;
+  memcpy(q, p, oldsize - CHUNK_HDR);
+  munmap_chunk(c);
+  return q;
+}
+
+static void *realloc_heap(struct chunk *c, void *p, size_t n, size_t nb) {
+  size_t oldsize = chunksize(c);
+  if (HP_UNLIKELY(oldsize < MINSIZE || (oldsize & HP_ALIGN_MASK))) hp_fatal("realloc(): invalid old size");
+  struct arena *ar = arena_for_chunk(c);
+  arena_lock(ar);
+  void *q = int_realloc(ar, c, oldsize, nb);
+  arena_unlock(ar);
+  if (q) return q;
+  /* that arena is out of memory: try elsewhere */
+  q = alloc_core(n);
+  if (!q) return NULL;
+  memcpy(q, p, oldsize - SIZE_SZ);
+  int_free(ar, c);
+  return q;
+}
+
+/* Under memcheck, realloc always moves, so each block keeps one identity.  */
+static void *realloc_valgrind(struct chunk *c, void *p, size_t n) {
+  vg_enter();
+  void *q = alloc_core(n);
+  vg_leave();
+  if (!q) return NULL;
+  vg_alloc(q, n, false);
+  vg_enter();
+  size_t old = chunk_usable(c);
+  memcpy(q, p, old < n ? old : n);
+  vg_leave();
+  vg_free(p);
+  vg_enter();
+  free_core(c);
+  vg_leave();
+  return q;
+}
+
+HP_EXPORT void *HP_API(realloc)(void *p, size_t n) {
+  if (!p) return HP_API(malloc)(n);
+  if (n == 0) {
+    HP_API(free)(p);
+    return NULL;
+  }
+  hp_ensure_init();
+  struct chunk *c = mem2chunk(p);
+  check_pointer(c, chunksize(c), "realloc(): invalid pointer");
+  if (HP_UNLIKELY(request_out_of_range(n))) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (HP_UNLIKELY(hp_vg)) return realloc_valgrind(c, p, n);
+  size_t nb = request2size(n);
+  void *q = chunk_is_mmapped(c) ? realloc_mapped(c, p, n, nb) : realloc_heap(c, p, n, nb);
+  if (!q) errno = ENOMEM;
+  return q;
+}
+
+HP_EXPORT void *HP_API(reallocarray)(void *p, size_t n, size_t size) {
+  size_t bytes;
+  if (__builtin_mul_overflow(n, size, &bytes)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return HP_API(realloc)(p, bytes);
+}
+
+/* ------------------------------------------------------------------ aligned */
+
+static void *aligned_core(size_t alignment, size_t n) {
+  if (alignment <= HP_ALIGN) return alloc_core(n);
+  hp_ensure_init();
+  if (alignment > SIZE_MAX / 2 + 1) {
+    errno = EINVAL;
+    return NULL;
+  }
+  if (alignment < MINSIZE) alignment = MINSIZE;
+  if (!is_pow2(alignment)) alignment = (size_t)1 << (64 - __builtin_clzll((unsigned long long)alignment));
+  if (request_out_of_range(n) || n > (size_t)PTRDIFF_MAX - alignment - MINSIZE) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  struct arena *ar = arena_get(n);
+  arena_lock(ar);
+  void *p = int_memalign(ar, alignment, n);
+  arena_unlock(ar);
+  if (!p && (ar = arena_retry(ar, n)) != NULL) {
+    arena_lock(ar);
+    p = int_memalign(ar, alignment, n);
+    arena_unlock(ar);
+  }
+  if (!p) errno = ENOMEM;
+  return p;
+}
+
+static void *aligned_entry(size_t alignment, size_t n) {
+  vg_enter();
+  void *p = aligned_core(alignment, n);
+  if (p && !chunk_is_mmapped(mem2chunk(p))) perturb_alloc(p, n);
+  vg_leave();
+  vg_alloc(p, n, false);
+  return p;
+}
+
+HP_EXPORT void *HP_API(memalign)(size_t alignment, size_t n) { return aligned_entry(alignment, n); }
+
+HP_EXPORT void *HP_API(aligned_alloc)(size_t alignment, size_t n) { return aligned_entry(alignment, n); }
+
+HP_EXPORT int HP_API(posix_memalign)(void **out, size_t alignment, size_t n) {
+  if (alignment % sizeof(void *) != 0 || !is_pow2(alignment / sizeof(void *)) || alignment == 0) return EINVAL;
+  void *p = aligned_entry(alignment, n);
+  if (!p) return ENOMEM;
+  *out = p;
+  return 0;
+}
+
+HP_EXPORT void *HP_API(valloc)(size_t n) {
+  hp_ensure_init();
+  return aligned_entry(mp.page, n);
+}
+
+HP_EXPORT void *HP_API(pvalloc)(size_t n) {
+  hp_ensure_init();
+  size_t rounded = align_up(n, mp.page);
+  if (rounded < n) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return aligned_entry(mp.page, rounded);
+}
+
+HP_EXPORT size_t HP_API(malloc_usable_size)(void *p) {
+  if (!p) return 0;
+  struct chunk *c = mem2chunk(p);
+  size_t n;
+  vg_enter();
+  if (chunk_is_mmapped(c)) n = chunksize(c) - CHUNK_HDR;
+  else n = inuse(c) ? chunksize(c) - SIZE_SZ : 0;
+  vg_leave();
+  vg_usable(p, n);
+  return n;
+}
+
+/* ------------------------------------------------------------------ tuning and statistics */
+
+HP_EXPORT int HP_API(mallopt)(int param, int value) { return hp_mallopt(param, value); }
+
+/* Release free pages inside free chunks of one heap: whole pages of the
+   heap's page size, never the chunk's links.  hugetlb heaps keep theirs
+   (a dropped hugetlb page could not be faulted back if the pool ran dry).  */
+static int trim_free_chunks(struct heap *h, struct chunk *end) {
+  if (h->reg.kind == HP_REGION_HUGETLB) return 0;
+  int released = 0;
+  size_t page = h->reg.page;
+  for (struct chunk *c = h->first; c != end; c = next_chunk(c)) {
+    struct chunk *n = next_chunk(c);
+    if (prev_inuse(n)) continue;
+    uintptr_t lo = align_up((uintptr_t)c + sizeof(struct chunk), page);
+    uintptr_t hi = align_down((uintptr_t)n, page);
+    if (hi > lo && hp_kernel.advise((void *)lo, hi - lo, HP_ADV_DONTNEED) == 0) released = 1;
+  }
+  return released;
+}
+
+HP_EXPORT int HP_API(malloc_trim)(size_t pad) {
+  hp_ensure_init();
+  int saved = errno, released = 0;
+  tcache_flush();
+  hp_self.limit = hp_vg ? 0 : (hp_self.state == HP_THREAD_ACTIVE ? mp.tcache_count : 0);
+  for (struct arena *ar = &main_arena; ar; ar = ar->next == &main_arena ? NULL : ar->next) {
+    arena_lock(ar);
+    malloc_consolidate(ar);
+    released |= sys_trim(ar, pad);
+    for (struct heap *h = ar->heap; h; h = h->prev) released |= trim_free_chunks(h, h == ar->heap ? ar->top : h->fence);
+    arena_unlock(ar);
+  }
+  errno = saved;
+  return released;
+}
+
+HP_EXPORT struct mallinfo2 HP_API(mallinfo2)(void) { return hp_mallinfo2(); }
+HP_EXPORT struct mallinfo HP_API(mallinfo)(void) { return hp_mallinfo(); }
+HP_EXPORT void HP_API(malloc_stats)(void) { hp_malloc_stats(); }
+HP_EXPORT int HP_API(malloc_info)(int options, FILE *fp) { return hp_malloc_info(options, fp); }
+
+/* ------------------------------------------------------------------ extensions */
+
+HP_EXPORT const char *hpmalloc_version(void) { return HPMALLOC_VERSION_STRING; }
+
+HP_EXPORT int hpmalloc_stats(struct hpmalloc_stats *st, size_t size) { return hp_stats(st, size); }
+
+HP_EXPORT int hpmalloc_check_heap(void) {
+  hp_ensure_init();
+  for (struct arena *ar = &main_arena; ar; ar = ar->next == &main_arena ? NULL : ar->next) {
+    arena_lock(ar);
+    vg_enter();
+    check_arena(ar);
+    vg_leave();
+    arena_unlock(ar);
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------ glibc's internal names */
+#ifndef HP_TEST_BUILD
+#pragma GCC diagnostic ignored "-Wmissing-attributes"
+/* Programs and libraries that call glibc's own entry points by these names
+   must reach hpmalloc too, or glibc's block would come back to our free.  */
+HP_EXPORT void *__libc_malloc(size_t) __attribute__((alias("malloc")));
+HP_EXPORT void __libc_free(void *) __attribute__((alias("free")));
+HP_EXPORT void *__libc_calloc(size_t, size_t) __attribute__((alias("calloc")));
+HP_EXPORT void *__libc_realloc(void *, size_t) __attribute__((alias("realloc")));
+HP_EXPORT void *__libc_memalign(size_t, size_t) __attribute__((alias("memalign")));
+HP_EXPORT void *__libc_valloc(size_t) __attribute__((alias("valloc")));
+HP_EXPORT void *__libc_pvalloc(size_t) __attribute__((alias("pvalloc")));
+HP_EXPORT struct mallinfo __libc_mallinfo(void) __attribute__((alias("mallinfo")));
+HP_EXPORT struct mallinfo2 __libc_mallinfo2(void) __attribute__((alias("mallinfo2")));
+HP_EXPORT int __libc_mallopt(int, int) __attribute__((alias("mallopt")));
+HP_EXPORT int __posix_memalign(void **, size_t, size_t) __attribute__((alias("posix_memalign")));
+#endif

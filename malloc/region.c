@@ -1,0 +1,243 @@
+/* region.c: reserving, committing and releasing address space, and the
+ * huge-page policy.
+ *
+ * A region is reserved once (PROT_NONE, MAP_NORESERVE, aligned as the
+ * caller and the architecture's placement ask), advised once when it is
+ * meant for transparent huge pages, and then committed from its start
+ * upwards in steps of its page size: the base page, or the huge page so
+ * that huge pages stay whole.  Nothing above this file knows page sizes.
+ *
+ * Modes (mp.hugetlb_mode):
+ *   0  base pages;
+ *   1  THP: aligned to the PMD size, MADV_HUGEPAGE before first touch;
+ *   2  hugetlbfs: reserved MAP_HUGETLB|MAP_NORESERVE (one mapping that grows
+ *      in place), each huge page populated as it is committed so that a dry
+ *      pool shows as an error here rather than SIGBUS later; on failure,
+ *      fall back to THP, then to base pages, counting each fallback.
+ *
+ * The kernel is reached only through hp_kernel, a table tests can replace.  */
+#include <errno.h>
+
+#include "internal.h"
+
+struct hp_kernel_ops hp_kernel = {
+  .map = hp_os_map,
+  .unmap = hp_os_unmap,
+  .protect = hp_os_protect,
+  .advise = hp_os_advise,
+  .remap = hp_os_remap,
+};
+
+/* After a hugetlb failure, skip hugetlb for this many reservations before
+   trying the pool again.  Guarded by nothing: a racy hint only.  */
+static _Atomic unsigned hugetlb_backoff;
+enum { HUGETLB_BACKOFF = 8 };
+
+enum hp_region_kind region_kind_for_mode(void) {
+  switch (mp.hugetlb_mode) {
+  case 2:
+    if (atomic_load_explicit(&hugetlb_backoff, memory_order_relaxed) == 0) return HP_REGION_HUGETLB;
+    atomic_fetch_sub_explicit(&hugetlb_backoff, 1, memory_order_relaxed);
+    return mp.thp_size ? HP_REGION_THP : HP_REGION_BASE;
+  case 1:
+    return HP_REGION_THP;
+  default:
+    return HP_REGION_BASE;
+  }
+}
+
+size_t region_huge_page(enum hp_region_kind kind) {
+  switch (kind) {
+  case HP_REGION_HUGETLB: return mp.hugetlb_size;
+  case HP_REGION_THP: return mp.thp_size ? mp.thp_size : mp.page;
+  default: return mp.page;
+  }
+}
+
+static void note_hugetlb_failure(void) {
+  atomic_fetch_add_explicit(&mp.fallbacks_hugetlb, 1, memory_order_relaxed);
+  atomic_store_explicit(&hugetlb_backoff, HUGETLB_BACKOFF, memory_order_relaxed);
+}
+
+/* Map len bytes aligned to align (a power of two >= the page), at or near
+   hint.  Over-reserves by align and trims both ends when the kernel's
+   address is not aligned.  */
+static void *map_aligned(size_t len, size_t align, uintptr_t hint, enum hp_prot prot,
+                         unsigned flags, size_t huge) {
+  void *p = hp_kernel.map((void *)hint, len, prot, flags, huge);
+  if (p && ((uintptr_t)p & (align - 1)) == 0) return p;
+  if (p) hp_kernel.unmap(p, len);
+  if (len + align < len) { errno = ENOMEM; return NULL; }
+  size_t gran = (flags & HP_MAP_HUGETLB) ? huge : mp.page;
+  size_t span = len + align - gran;
+  char *raw = hp_kernel.map((void *)hint, span, prot, flags, huge);
+  if (!raw) return NULL;
+  char *aligned = (char *)align_up((uintptr_t)raw, align);
+  size_t head = (size_t)(aligned - raw), tail = span - head - len;
+  if (head) hp_kernel.unmap(raw, head);
+  if (tail) hp_kernel.unmap(aligned + len, tail);
+  return aligned;
+}
+
+static uintptr_t next_hint(enum hp_region_kind kind) {
+  return kind == HP_REGION_HUGETLB ? hp_placement.huge_hint : hp_placement.hint;
+}
+
+static int reserve_hugetlb(struct region *r, size_t len, size_t align) {
+  size_t hsz = mp.hugetlb_size;
+  len = align_up(len, hsz);
+  if (align < hsz) align = hsz;
+  if (align < hp_placement.huge_align) align = hp_placement.huge_align;
+  void *p = map_aligned(len, align, next_hint(HP_REGION_HUGETLB), HP_PROT_NONE,
+                        HP_MAP_HUGETLB | HP_MAP_NORESERVE, hsz);
+  if (!p) return -1;
+  *r = (struct region){ .base = p, .reserved = len, .page = hsz, .kind = HP_REGION_HUGETLB };
+  return 0;
+}
+
+static int reserve_normal(struct region *r, size_t len, size_t align, enum hp_region_kind kind) {
+  size_t page = region_huge_page(kind);
+  len = align_up(len, page);
+  if (align < page) align = page;
+  if (kind != HP_REGION_BASE && align < hp_placement.align) align = hp_placement.align;
+  void *p = map_aligned(len, align, next_hint(kind), HP_PROT_NONE, HP_MAP_NORESERVE, 0);
+  if (!p) return -1;
+  *r = (struct region){ .base = p, .reserved = len, .page = page, .kind = kind };
+  if (kind == HP_REGION_THP && hp_kernel.advise(p, len, HP_ADV_HUGEPAGE) != 0) {
+    atomic_fetch_add_explicit(&mp.fallbacks_thp, 1, memory_order_relaxed);
+    r->kind = HP_REGION_BASE;
+    r->page = mp.page;
+  }
+  return 0;
+}
+
+int region_reserve(struct region *r, size_t len, size_t align, enum hp_region_kind want) {
+  int saved = errno;
+  if (want == HP_REGION_HUGETLB) {
+    if (reserve_hugetlb(r, len, align) == 0) { errno = saved; return 0; }
+    note_hugetlb_failure();
+    want = mp.thp_size ? HP_REGION_THP : HP_REGION_BASE;
+  }
+  if (reserve_normal(r, len, align, want) == 0) { errno = saved; return 0; }
+  return -1;
+}
+
+/* Grow the reservation in place by at least `more` bytes.  0 on success.  */
+int region_extend(struct region *r, size_t more) {
+  more = align_up(more, r->page);
+  char *end = r->base + r->reserved;
+  unsigned flags = HP_MAP_NORESERVE | HP_MAP_FIXED_NOREPLACE;
+  if (r->kind == HP_REGION_HUGETLB) flags |= HP_MAP_HUGETLB;
+  int saved = errno;
+  char *p = hp_kernel.map(end, more, HP_PROT_NONE, flags, r->kind == HP_REGION_HUGETLB ? r->page : 0);
+  if (p != end) {
+    if (p) hp_kernel.unmap(p, more);
+    errno = saved;
+    return -1;
+  }
+  if (r->kind == HP_REGION_THP) hp_kernel.advise(p, more, HP_ADV_HUGEPAGE);
+  r->reserved += more;
+  return 0;
+}
+
+/* Make hugetlb pages [from, to) writable and back them now, one page at a
+   time, so that `committed` stays exact if the pool runs dry midway.  */
+static int commit_hugetlb(struct region *r, size_t from, size_t to) {
+  if (hp_kernel.protect(r->base + from, to - from, HP_PROT_RW) != 0) return -1;
+  for (size_t off = from; off < to; off += r->page) {
+    if (hp_kernel.advise(r->base + off, r->page, HP_ADV_POPULATE_WRITE) != 0) {
+      hp_kernel.protect(r->base + off, to - off, HP_PROT_NONE);
+      r->committed = off;
+      note_hugetlb_failure();
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* Commit [0, upto) (rounded up to the region's page).  0, or -1 with errno
+   ENOMEM when the reservation is too small or the kernel refuses.  */
+int region_commit(struct region *r, size_t upto) {
+  upto = align_up(upto, r->page);
+  if (upto <= r->committed) return 0;
+  if (upto > r->reserved) { errno = ENOMEM; return -1; }
+  size_t from = r->committed;
+  if (r->kind == HP_REGION_HUGETLB) {
+    if (commit_hugetlb(r, from, upto) != 0) { errno = ENOMEM; return -1; }
+  } else if (hp_kernel.protect(r->base + from, upto - from, HP_PROT_RW) != 0) {
+    errno = ENOMEM;
+    return -1;
+  }
+  r->committed = upto;
+  return 0;
+}
+
+/* Give back [downto, committed) (downto rounded up to the region's page, so
+   only whole pages, and in huge modes only whole huge pages, go).  */
+void region_decommit(struct region *r, size_t downto) {
+  downto = align_up(downto, r->page);
+  if (downto >= r->committed) return;
+  char *p = r->base + downto;
+  size_t len = r->committed - downto;
+  int saved = errno;
+  if (hp_kernel.advise(p, len, HP_ADV_DONTNEED) != 0 && r->kind == HP_REGION_HUGETLB) {
+    errno = saved;
+    return; /* old kernels cannot drop hugetlb pages this way: keep them */
+  }
+  hp_kernel.protect(p, len, HP_PROT_NONE);
+  errno = saved;
+  r->committed = downto;
+}
+
+void region_release(struct region *r) {
+  int saved = errno;
+  hp_kernel.unmap(r->base, r->reserved);
+  errno = saved;
+  r->reserved = r->committed = 0;
+}
+
+/* Is rounding len up to whole pages of size hp cheap enough?  */
+static bool waste_ok(size_t len, size_t hp) {
+  size_t waste = align_up(len, hp) - len;
+  return waste * 100 <= mp.huge_waste_pct * len;
+}
+
+/* A mapping for one large chunk: *len in, the mapped length out.  */
+void *region_map_chunk(size_t *len, enum hp_region_kind *kind) {
+  size_t want = align_up(*len, mp.page);
+  enum hp_region_kind k = region_kind_for_mode();
+  int saved = errno;
+  if (k == HP_REGION_HUGETLB && waste_ok(want, mp.hugetlb_size)) {
+    size_t l = align_up(want, mp.hugetlb_size);
+    void *p = hp_kernel.map(NULL, l, HP_PROT_RW, HP_MAP_HUGETLB, mp.hugetlb_size);
+    if (p) { *len = l; *kind = k; errno = saved; return p; }
+    note_hugetlb_failure();
+  }
+  if (k != HP_REGION_BASE && mp.thp_size && waste_ok(want, mp.thp_size)) {
+    size_t l = align_up(want, mp.thp_size);
+    void *p = map_aligned(l, mp.thp_size, 0, HP_PROT_RW, 0, 0);
+    if (p) {
+      *len = l;
+      *kind = HP_REGION_THP;
+      if (hp_kernel.advise(p, l, HP_ADV_HUGEPAGE) != 0) {
+        atomic_fetch_add_explicit(&mp.fallbacks_thp, 1, memory_order_relaxed);
+        *kind = HP_REGION_BASE;
+      }
+      errno = saved;
+      return p;
+    }
+  }
+  errno = saved;
+  void *p = hp_kernel.map(NULL, want, HP_PROT_RW, 0, 0);
+  if (!p) { errno = ENOMEM; return NULL; }
+  *len = want;
+  *kind = HP_REGION_BASE;
+  return p;
+}
+
+void region_unmap_chunk(void *p, size_t len, enum hp_region_kind kind) {
+  (void)kind;
+  int saved = errno;
+  hp_kernel.unmap(p, len);
+  errno = saved;
+}

@@ -1,0 +1,249 @@
+/* stats.c: mallinfo, mallinfo2, malloc_stats, malloc_info and
+ * hpmalloc_stats.  Counters are gathered under each arena's lock into a
+ * plain struct, and printed only after the lock is dropped (printing may
+ * allocate).  */
+#include <errno.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hpmalloc.h"
+#include "internal.h"
+
+/* Per-bin figures for malloc_info.  */
+struct bin_line {
+  size_t from, to, total, count;
+};
+
+static void count_bins(struct arena *ar, struct hp_arena_stats *st, struct bin_line *lines, size_t *nlines) {
+  size_t n = 0;
+  for (unsigned i = 0; i < NFASTBINS; i++) {
+    size_t cnt = 0, bytes = 0;
+    for (struct chunk *c = ar->fastbins[i]; c; c = reveal_ptr(&c->fd, c->fd)) {
+      cnt++;
+      bytes += chunksize(c);
+    }
+    st->fast_count += cnt;
+    st->fast_bytes += bytes;
+    if (lines && cnt) lines[n++] = (struct bin_line){ (i + 2) * 16 - 15, (i + 2) * 16, bytes, cnt };
+  }
+  for (unsigned i = 1; i < NBINS; i++) {
+    struct chunk *b = bin_at(ar, i);
+    size_t cnt = 0, bytes = 0, lo = SIZE_MAX, hi = 0;
+    for (struct chunk *c = b->fd; c != b; c = c->fd) {
+      size_t sz = chunksize(c);
+      cnt++;
+      bytes += sz;
+      if (sz < lo) lo = sz;
+      if (sz > hi) hi = sz;
+    }
+    st->ordblks += cnt;
+    st->free += bytes;
+    if (lines && cnt) lines[n++] = (struct bin_line){ i == UNSORTED_BIN ? 0 : lo, i == UNSORTED_BIN ? i : hi, bytes, cnt };
+  }
+  if (nlines) *nlines = n;
+}
+
+static void collect(struct arena *ar, struct hp_arena_stats *st, struct bin_line *lines, size_t *nlines) {
+  memset(st, 0, sizeof *st);
+  arena_lock(ar);
+  count_bins(ar, st, lines, nlines);
+  st->top = ar->heap ? chunksize(ar->top) : 0;
+  st->ordblks += st->top ? 1 : 0;
+  st->free += st->top + st->fast_bytes;
+  st->system = ar->system_mem;
+  st->inuse = st->system > st->free ? st->system - st->free : 0;
+  st->thp = ar->bytes_thp;
+  st->hugetlb = ar->bytes_hugetlb;
+  st->heaps = ar->n_heaps;
+  arena_unlock(ar);
+}
+
+void arena_collect(struct arena *ar, struct hp_arena_stats *st) { collect(ar, st, NULL, NULL); }
+
+/* The ring of arenas is only ever appended to; walking it without the list
+   lock sees a consistent prefix.  */
+static struct arena *next_arena(struct arena *ar) {
+  struct arena *n = __atomic_load_n(&ar->next, __ATOMIC_ACQUIRE);
+  return n == &main_arena ? NULL : n;
+}
+
+struct totals {
+  struct hp_arena_stats sum;
+  size_t max_system;
+};
+
+static void sum_all(struct totals *t) {
+  memset(t, 0, sizeof *t);
+  for (struct arena *ar = &main_arena; ar; ar = next_arena(ar)) {
+    struct hp_arena_stats st;
+    arena_collect(ar, &st);
+    t->sum.system += st.system;
+    t->sum.inuse += st.inuse;
+    t->sum.free += st.free;
+    t->sum.fast_count += st.fast_count;
+    t->sum.fast_bytes += st.fast_bytes;
+    t->sum.ordblks += st.ordblks;
+    t->sum.thp += st.thp;
+    t->sum.hugetlb += st.hugetlb;
+    t->sum.heaps += st.heaps;
+    t->max_system += ar->max_system_mem;
+    if (ar == &main_arena) t->sum.top = st.top;
+  }
+}
+
+struct mallinfo2 hp_mallinfo2(void) {
+  hp_ensure_init();
+  struct totals t;
+  sum_all(&t);
+  struct mallinfo2 mi = { 0 };
+  mi.arena = t.sum.system;
+  mi.ordblks = t.sum.ordblks;
+  mi.smblks = t.sum.fast_count;
+  mi.hblks = atomic_load(&mp.n_mmaps);
+  mi.hblkhd = atomic_load(&mp.mmapped_mem);
+  mi.usmblks = 0;
+  mi.fsmblks = t.sum.fast_bytes;
+  mi.uordblks = t.sum.inuse;
+  mi.fordblks = t.sum.free;
+  mi.keepcost = t.sum.top;
+  return mi;
+}
+
+static int clamp_int(size_t v) { return v > (size_t)__INT_MAX__ ? __INT_MAX__ : (int)v; }
+
+struct mallinfo hp_mallinfo(void) {
+  struct mallinfo2 m2 = hp_mallinfo2();
+  struct mallinfo m;
+  /* glibc truncates to int, wrapping; do the same so old callers see what they always saw */
+  m.arena = (int)m2.arena;
+  m.ordblks = (int)m2.ordblks;
+  m.smblks = (int)m2.smblks;
+  m.hblks = (int)m2.hblks;
+  m.hblkhd = (int)m2.hblkhd;
+  m.usmblks = (int)m2.usmblks;
+  m.fsmblks = (int)m2.fsmblks;
+  m.uordblks = (int)m2.uordblks;
+  m.fordblks = (int)m2.fordblks;
+  m.keepcost = (int)m2.keepcost;
+  (void)clamp_int;
+  return m;
+}
+
+void hp_malloc_stats(void) {
+  hp_ensure_init();
+  size_t system_total = 0, inuse_total = 0;
+  int i = 0;
+  for (struct arena *ar = &main_arena; ar; ar = next_arena(ar), i++) {
+    struct hp_arena_stats st;
+    arena_collect(ar, &st);
+    fprintf(stderr, "Arena %d:\n", i);
+    fprintf(stderr, "system bytes     = %10u\n", (unsigned int)st.system);
+    fprintf(stderr, "in use bytes     = %10u\n", (unsigned int)st.inuse);
+    system_total += st.system;
+    inuse_total += st.inuse;
+  }
+  size_t mm = atomic_load(&mp.mmapped_mem);
+  fprintf(stderr, "Total (incl. mmap):\n");
+  fprintf(stderr, "system bytes     = %10u\n", (unsigned int)(system_total + mm));
+  fprintf(stderr, "in use bytes     = %10u\n", (unsigned int)(inuse_total + mm));
+  fprintf(stderr, "max mmap regions = %10u\n", (unsigned int)atomic_load(&mp.max_n_mmaps));
+  fprintf(stderr, "max mmap bytes   = %10lu\n", (unsigned long)atomic_load(&mp.max_mmapped_mem));
+}
+
+static const char *kind_name(void) {
+  switch (mp.hugetlb_mode) {
+  case 1: return "thp";
+  case 2: return "hugetlb";
+  default: return "none";
+  }
+}
+
+int hp_malloc_info(int options, FILE *fp) {
+  if (options != 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  hp_ensure_init();
+  struct bin_line lines[NBINS + NFASTBINS];
+  size_t total_nfast = 0, total_fast = 0, total_nblocks = 0, total_avail = 0;
+  size_t total_system = 0, total_max_system = 0, total_aspace = 0, total_mprotect = 0;
+  int n = 0;
+  fputs("<malloc version=\"1\">\n", fp);
+  for (struct arena *ar = &main_arena; ar; ar = next_arena(ar), n++) {
+    struct hp_arena_stats st;
+    size_t nlines;
+    collect(ar, &st, lines, &nlines);
+    fprintf(fp, "<heap nr=\"%d\">\n<sizes>\n", n);
+    for (size_t i = 0; i < nlines; i++) {
+      const struct bin_line *l = &lines[i];
+      if (l->from == 0 && l->to == UNSORTED_BIN)
+        fprintf(fp, "  <unsorted from=\"0\" to=\"0\" total=\"%zu\" count=\"%zu\"/>\n", l->total, l->count);
+      else
+        fprintf(fp, "  <size from=\"%zu\" to=\"%zu\" total=\"%zu\" count=\"%zu\"/>\n", l->from, l->to, l->total, l->count);
+    }
+    size_t rest_bytes = st.free - st.fast_bytes, rest_count = st.ordblks;
+    fprintf(fp, "</sizes>\n<total type=\"fast\" count=\"%zu\" size=\"%zu\"/>\n", st.fast_count, st.fast_bytes);
+    fprintf(fp, "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n", rest_count, rest_bytes);
+    fprintf(fp, "<system type=\"current\" size=\"%zu\"/>\n", st.system);
+    fprintf(fp, "<system type=\"max\" size=\"%zu\"/>\n", ar->max_system_mem);
+    fprintf(fp, "<aspace type=\"total\" size=\"%zu\"/>\n", st.system);
+    fprintf(fp, "<aspace type=\"mprotect\" size=\"%zu\"/>\n", st.system);
+    fprintf(fp, "<hugepages thp=\"%zu\" hugetlb=\"%zu\" heaps=\"%zu\"/>\n", st.thp, st.hugetlb, st.heaps);
+    fputs("</heap>\n", fp);
+    total_nfast += st.fast_count;
+    total_fast += st.fast_bytes;
+    total_nblocks += rest_count;
+    total_avail += rest_bytes;
+    total_system += st.system;
+    total_max_system += ar->max_system_mem;
+    total_aspace += st.system;
+    total_mprotect += st.system;
+  }
+  fprintf(fp, "<total type=\"fast\" count=\"%zu\" size=\"%zu\"/>\n", total_nfast, total_fast);
+  fprintf(fp, "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n", total_nblocks, total_avail);
+  fprintf(fp, "<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n", atomic_load(&mp.n_mmaps), atomic_load(&mp.mmapped_mem));
+  fprintf(fp, "<system type=\"current\" size=\"%zu\"/>\n", total_system);
+  fprintf(fp, "<system type=\"max\" size=\"%zu\"/>\n", total_max_system);
+  fprintf(fp, "<aspace type=\"total\" size=\"%zu\"/>\n", total_aspace);
+  fprintf(fp, "<aspace type=\"mprotect\" size=\"%zu\"/>\n", total_mprotect);
+  size_t huge = mp.hugetlb_mode == 2 ? mp.hugetlb_size : mp.hugetlb_mode == 1 ? mp.thp_size : 0;
+  fprintf(fp, "<hpmalloc version=\"%s\" mode=\"%d\" kind=\"%s\" pagesize=\"%zu\" hugepagesize=\"%zu\">\n",
+          HPMALLOC_VERSION_STRING, mp.hugetlb_mode, kind_name(), mp.page, huge);
+  fprintf(fp, "  <reason>%s</reason>\n", mp.mode_reason);
+  fprintf(fp, "  <placement align=\"%zu\" hint=\"0x%zx\" huge_hint=\"0x%zx\">%s</placement>\n", hp_placement.align,
+          (size_t)hp_placement.hint, (size_t)hp_placement.huge_hint, hp_placement.desc);
+  fprintf(fp, "  <bytes thp=\"%zu\" hugetlb=\"%zu\" mmap_thp=\"%zu\" mmap_hugetlb=\"%zu\"/>\n", 0 + (size_t)0, (size_t)0,
+          atomic_load(&mp.mmapped_thp), atomic_load(&mp.mmapped_hugetlb));
+  fprintf(fp, "  <fallbacks hugetlb=\"%zu\" thp=\"%zu\"/>\n", atomic_load(&mp.fallbacks_hugetlb), atomic_load(&mp.fallbacks_thp));
+  fputs("</hpmalloc>\n</malloc>\n", fp);
+  return 0;
+}
+
+int hp_stats(struct hpmalloc_stats *out, size_t size) {
+  if (!out || size < sizeof *out) {
+    errno = EINVAL;
+    return -1;
+  }
+  hp_ensure_init();
+  struct totals t;
+  sum_all(&t);
+  memset(out, 0, sizeof *out);
+  out->version = sizeof *out;
+  size_t mm = atomic_load(&mp.mmapped_mem);
+  out->bytes_heap = t.sum.system;
+  out->bytes_mmapped = mm;
+  out->bytes_mapped = t.sum.system + mm;
+  out->bytes_free = t.sum.free;
+  out->bytes_in_use = t.sum.inuse + mm;
+  out->bytes_thp = t.sum.thp + atomic_load(&mp.mmapped_thp);
+  out->bytes_hugetlb = t.sum.hugetlb + atomic_load(&mp.mmapped_hugetlb);
+  out->fallbacks_hugetlb = atomic_load(&mp.fallbacks_hugetlb);
+  out->fallbacks_thp = atomic_load(&mp.fallbacks_thp);
+  out->n_arenas = atomic_load(&mp.n_arenas);
+  out->n_heaps = t.sum.heaps;
+  out->n_mmapped = atomic_load(&mp.n_mmaps);
+  out->hugetlb_mode = mp.hugetlb_mode;
+  out->huge_page_size = mp.hugetlb_mode == 2 ? mp.hugetlb_size : mp.hugetlb_mode == 1 ? mp.thp_size : 0;
+  return 0;
+}

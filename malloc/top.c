@@ -1,0 +1,239 @@
+/* top.c: the top chunk.  Growing it (committing more of the current heap,
+ * extending the heap in place, or starting a new heap), and trimming it
+ * (decommitting whole pages at its end, releasing heaps that became empty).
+ * The only caller of the region layer for heaps.
+ *
+ * Heaps: every arena's chunks live in heaps, each a region that starts with
+ * a struct heap.  Non-main heaps are heap_max bytes, aligned to heap_max, so
+ * heap_for_ptr() finds them by masking.  The main arena's heaps may be
+ * larger and grow in place.  A heap that is no longer the arena's current
+ * one is sealed by a fencepost at its end (a 16-byte in-use chunk followed
+ * by a size-0 header), so no chunk ever coalesces across heaps.
+ * All functions here run with the arena's lock held.  */
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Initial reservation of a main-arena heap; it doubles as it grows.  */
+static const size_t MAIN_HEAP_RESERVE = (size_t)1 << 30;
+static const size_t MAIN_HEAP_MIN = (size_t)1 << 22;
+
+static inline char *heap_end(const struct heap *h) { return h->reg.base + h->reg.committed; }
+static inline size_t arena_flag(const struct arena *ar) { return ar == &main_arena ? 0 : NON_MAIN_ARENA; }
+
+static void account(struct arena *ar, const struct region *r, ptrdiff_t delta) {
+  ar->system_mem += (size_t)delta;
+  if (ar->system_mem > ar->max_system_mem) ar->max_system_mem = ar->system_mem;
+  if (r->kind == HP_REGION_THP) ar->bytes_thp += (size_t)delta;
+  else if (r->kind == HP_REGION_HUGETLB) ar->bytes_hugetlb += (size_t)delta;
+}
+
+/* Where chunks start in a heap whose header area is `hdr` bytes.  */
+static char *first_chunk_addr(struct heap *h, size_t hdr) {
+  /* mem = chunk + 16 must be 16-aligned; so the chunk is 16-aligned too.  */
+  return (char *)align_up((uintptr_t)h + hdr, HP_ALIGN);
+}
+
+/* Reserve and commit a new heap able to hold `need` bytes of chunks after
+   a header of `hdr` bytes.  Returns the heap (its fields set, no chunks
+   yet) or NULL.  */
+static struct heap *heap_new(struct arena *ar, size_t hdr, size_t need, bool main) {
+  struct region reg;
+  size_t overhead = align_up(hdr, HP_ALIGN) + MINSIZE;
+  if (need > SIZE_MAX / 2) { errno = ENOMEM; return NULL; }
+  enum hp_region_kind kind = region_kind_for_mode();
+  if (main) {
+    size_t len = MAIN_HEAP_RESERVE;
+    while (len < need + overhead) len <<= 1;
+    size_t align = kind == HP_REGION_BASE ? mp.page : hp_placement.align;
+    while (region_reserve(&reg, len, align, kind) != 0) {
+      if (len <= MAIN_HEAP_MIN || len / 2 < need + overhead) return NULL;
+      len /= 2;
+    }
+  } else {
+    if (need + overhead > mp.heap_max) { errno = ENOMEM; return NULL; }
+    if (region_reserve(&reg, mp.heap_max, mp.heap_max, kind) != 0) return NULL;
+  }
+  if (region_commit(&reg, overhead + need) != 0) {
+    /* commit what the header needs at least; the caller may ask for less later */
+    if (region_commit(&reg, overhead) != 0) {
+      region_release(&reg);
+      return NULL;
+    }
+  }
+  struct heap *h = (struct heap *)reg.base;
+  h->ar = ar;
+  h->prev = NULL;
+  h->reg = reg;
+  h->fence = NULL;
+  h->first = NULL;
+  account(ar, &h->reg, (ptrdiff_t)reg.committed);
+  ar->n_heaps++;
+  return h;
+}
+
+/* Make the free space of heap h, starting at `first`, the arena's top.  */
+void heap_attach_arena_top(struct arena *ar, struct heap *h, char *first) {
+  struct chunk *t = (struct chunk *)first;
+  h->first = t;
+  set_head(t, (size_t)(heap_end(h) - first) | PREV_INUSE);
+  ar->top = t;
+  ar->heap = h;
+}
+
+/* The main arena's first heap, or a thread arena's (the arena struct lives
+   right after the heap header: *out gets the heap, the caller places the
+   arena).  `extra` is room wanted beyond the headers.  */
+int heap_create_first(struct arena *ar, struct heap **out, size_t extra) {
+  bool main = ar == &main_arena;
+  size_t hdr = sizeof(struct heap) + (main ? 0 : sizeof(struct arena));
+  struct heap *h = heap_new(ar, hdr, extra, main);
+  if (!h) return -1;
+  *out = h;
+  return 0;
+}
+
+/* Seal heap h, which is no longer the arena's current heap: put a
+   fencepost at its end and free what was its top chunk, t.  */
+static void heap_seal(struct arena *ar, struct heap *h, struct chunk *t) {
+  size_t tsize = chunksize(t);
+  size_t keep = tsize - MINSIZE;              /* tsize >= MINSIZE always */
+  struct chunk *fence = chunk_at(t, keep);
+  set_head(fence, CHUNK_HDR | PREV_INUSE);
+  set_head(chunk_at(fence, CHUNK_HDR), 0 | PREV_INUSE);
+  h->fence = fence;
+  if (keep >= MINSIZE) {
+    set_head(t, keep | (t->size & PREV_INUSE) | arena_flag(ar));
+    int_free_locked(ar, t);
+  } else {
+    /* too small to free: t itself becomes the fencepost */
+    set_head(t, CHUNK_HDR | (t->size & PREV_INUSE));
+    set_head(chunk_at(t, CHUNK_HDR), 0 | PREV_INUSE);
+    h->fence = t;
+  }
+}
+
+/* Start a new heap for ar that can hold nb more bytes; seal the old one.  */
+static int grow_new_heap(struct arena *ar, size_t nb) {
+  struct heap *old = ar->heap;
+  bool main = ar == &main_arena;
+  struct heap *h = heap_new(ar, sizeof(struct heap), nb + MINSIZE + mp.top_pad, main);
+  if (!h) h = heap_new(ar, sizeof(struct heap), nb + MINSIZE, main);
+  if (!h) return -1;
+  struct chunk *old_top = ar->top;
+  h->prev = old;
+  heap_attach_arena_top(ar, h, first_chunk_addr(h, sizeof(struct heap)));
+  if (old) heap_seal(ar, old, old_top);
+  return 0;
+}
+
+/* Grow the current heap so that top holds at least nb + MINSIZE bytes.  */
+static int grow_in_place(struct arena *ar, size_t nb) {
+  struct heap *h = ar->heap;
+  char *top = (char *)ar->top;
+  size_t used = (size_t)(top - h->reg.base);
+  size_t want = used + nb + MINSIZE;
+  if (want < used) return -1;
+  size_t padded = want + mp.top_pad;
+  if (padded < want) padded = want;
+  if (want > h->reg.reserved) {
+    if (ar != &main_arena) return -1;
+    size_t more = padded - h->reg.reserved;
+    if (more < h->reg.reserved) more = h->reg.reserved; /* double the reservation */
+    if (region_extend(&h->reg, more) != 0 && region_extend(&h->reg, want - h->reg.reserved) != 0)
+      return -1;
+  }
+  if (padded > h->reg.reserved) padded = h->reg.reserved;
+  size_t before = h->reg.committed;
+  if (region_commit(&h->reg, padded) != 0) region_commit(&h->reg, want);
+  if (h->reg.committed != before) {
+    account(ar, &h->reg, (ptrdiff_t)(h->reg.committed - before));
+    set_head(ar->top, (size_t)(heap_end(h) - top) | (ar->top->size & PREV_INUSE));
+  }
+  return h->reg.committed >= want ? 0 : -1;
+}
+
+/* First heap of the main arena, made on first use.  */
+static int main_first_heap(struct arena *ar, size_t nb) {
+  struct heap *h;
+  if (heap_create_first(ar, &h, nb + MINSIZE + mp.top_pad) != 0 &&
+      heap_create_first(ar, &h, nb + MINSIZE) != 0)
+    return -1;
+  heap_attach_arena_top(ar, h, first_chunk_addr(h, sizeof(struct heap)));
+  return 0;
+}
+
+static void *split_top(struct arena *ar, size_t nb) {
+  struct chunk *v = ar->top;
+  size_t size = chunksize(v);
+  struct chunk *rem = chunk_at(v, nb);
+  ar->top = rem;
+  set_head(rem, (size - nb) | PREV_INUSE);
+  set_head(v, nb | (v->size & PREV_INUSE) | arena_flag(ar));
+  return chunk2mem(v);
+}
+
+/* The top chunk cannot serve nb: get memory from the system.  Returns
+   memory for the request (possibly a chunk mapped on its own), or NULL
+   with errno ENOMEM.  */
+void *sys_grow(struct arena *ar, size_t nb) {
+  if (mmap_chunk_wanted(nb)) {
+    void *p = mmap_chunk(nb, 0);
+    if (p) return p;
+  }
+  int ok;
+  if (!ar->heap) ok = ar == &main_arena ? main_first_heap(ar, nb) : -1;
+  else ok = grow_in_place(ar, nb);
+  if (ok != 0) ok = grow_new_heap(ar, nb);
+  if (ok == 0 && chunksize(ar->top) >= nb + MINSIZE) return split_top(ar, nb);
+  /* last resort: map it on its own even below the threshold */
+  if (mp.n_mmaps < (size_t)mp.n_mmaps_max) {
+    void *p = mmap_chunk(nb, 0);
+    if (p) return p;
+  }
+  errno = ENOMEM;
+  return NULL;
+}
+
+/* Drop the current heap when it holds nothing but top, returning to the
+   previous heap (whose free tail becomes top again).  */
+static bool release_empty_heap(struct arena *ar) {
+  struct heap *h = ar->heap, *prev = h->prev;
+  if (!prev) return false;
+  if (ar->top != h->first) return false;
+  struct chunk *fence = prev->fence, *t = fence;
+  if (!prev_inuse(fence)) {
+    t = prev_chunk(fence);
+    unlink_chunk(ar, t);
+  }
+  account(ar, &h->reg, -(ptrdiff_t)h->reg.committed);
+  ar->n_heaps--;
+  region_release(&h->reg);
+  prev->fence = NULL;
+  ar->heap = prev;
+  ar->top = t;
+  set_head(t, (size_t)(heap_end(prev) - (char *)t) | (t->size & PREV_INUSE));
+  if (ar->last_remainder == t) ar->last_remainder = NULL;
+  return true;
+}
+
+/* Release memory at the end of top beyond `pad` bytes, and heaps that are
+   wholly free.  Returns 1 when something was released.  */
+int sys_trim(struct arena *ar, size_t pad) {
+  if (!ar->heap) return 0;
+  int released = 0;
+  while (release_empty_heap(ar)) released = 1;
+  struct heap *h = ar->heap;
+  char *top = (char *)ar->top;
+  size_t keep = (size_t)(top - h->reg.base) + MINSIZE;
+  if (pad > SIZE_MAX - keep) return released;
+  keep += pad;
+  size_t before = h->reg.committed;
+  if (keep >= before) return released;
+  region_decommit(&h->reg, keep);
+  if (h->reg.committed == before) return released;
+  account(ar, &h->reg, -(ptrdiff_t)(before - h->reg.committed));
+  set_head(ar->top, (size_t)(heap_end(h) - top) | (ar->top->size & PREV_INUSE));
+  return 1;
+}

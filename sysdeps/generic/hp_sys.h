@@ -1,0 +1,152 @@
+/* hp_sys.h: the one interface between hpmalloc's core and the system.
+ *
+ * The core (malloc/, tunables/) includes only this header for anything that
+ * differs by OS or architecture; it contains no #ifdef on either.  Each
+ * directory under sysdeps/ implements part of it:
+ *   sysdeps/generic/            any POSIX system: no huge pages, no placement
+ *   sysdeps/unix/sysv/linux/    OS primitives and the /proc, /sys probe
+ *   sysdeps/<arch>/             page sizes and placement for one architecture
+ * The GNUmakefile picks the files from `$(CC) -dumpmachine`.
+ *
+ * No function here may call malloc (directly or through stdio, getenv is
+ * fine but unused); all of them are safe to call before the allocator is
+ * initialised and while an arena lock is held.  */
+#ifndef HP_SYS_H
+#define HP_SYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---------------------------------------------------------------- OS primitives */
+
+enum hp_prot { HP_PROT_NONE = 0, HP_PROT_RW = 1 };
+
+enum hp_map_flags {
+  HP_MAP_NORESERVE = 1u << 0,  /* do not reserve swap / hugetlb pages */
+  HP_MAP_HUGETLB = 1u << 1,    /* back with hugetlbfs pages of `huge_size` */
+  HP_MAP_FIXED = 1u << 2,      /* place exactly at addr, replacing what is there */
+  HP_MAP_FIXED_NOREPLACE = 1u << 3, /* place exactly at addr or fail; the caller still
+                                       checks the result, since old kernels and
+                                       qemu-user treat it as a hint */
+  HP_MAP_POPULATE = 1u << 4,   /* prefault (used to make hugetlb failures show now, not as SIGBUS) */
+};
+
+/* Map `len` bytes of private anonymous memory.  addr is a hint unless a FIXED
+   flag is given.  huge_size is the hugetlb page size when HP_MAP_HUGETLB is set
+   (0 = the kernel's default), ignored otherwise.
+   Returns the address, or NULL with errno set (ENOMEM, EINVAL, ...).  */
+void *hp_os_map(void *addr, size_t len, enum hp_prot prot, unsigned flags,
+                size_t huge_size);
+
+/* Unmap [addr, addr+len).  Returns 0 or -1 with errno.  */
+int hp_os_unmap(void *addr, size_t len);
+
+/* Change protection of [addr, addr+len).  Returns 0 or -1 with errno.  */
+int hp_os_protect(void *addr, size_t len, enum hp_prot prot);
+
+enum hp_advice {
+  HP_ADV_HUGEPAGE,    /* MADV_HUGEPAGE: allow THP */
+  HP_ADV_NOHUGEPAGE,  /* MADV_NOHUGEPAGE */
+  HP_ADV_DONTNEED,    /* MADV_DONTNEED: drop the pages, range reads back zero */
+  HP_ADV_COLLAPSE,    /* MADV_COLLAPSE (Linux 6.1+): collapse into huge pages now */
+  HP_ADV_POPULATE_WRITE, /* MADV_POPULATE_WRITE (Linux 5.14+, value 23): fault the range in
+                            writable now; fails with ENOMEM/EFAULT instead of SIGBUS when a
+                            hugetlb pool cannot back it */
+};
+
+/* Advise the kernel on [addr, addr+len).  Returns 0, or -1 with errno
+   (EINVAL when the kernel or system does not know the advice).  */
+int hp_os_advise(void *addr, size_t len, enum hp_advice adv);
+
+/* Resize a mapping, in place only (may_move == 0) or moving it if needed.
+   Returns the (possibly new) address or NULL with errno.  The generic
+   implementation always fails with ENOSYS.  */
+void *hp_os_remap(void *old, size_t oldlen, size_t newlen, int may_move);
+
+/* The base page size the process runs with (AT_PAGESZ).  */
+size_t hp_os_page_size(void);
+
+/* Non-zero when the process is setuid/setgid (AT_SECURE): the environment
+   must then not configure the allocator.  */
+int hp_os_secure(void);
+
+/* The process environment (NULL-terminated), without calling getenv.  */
+char *const *hp_os_environ(void);
+
+/* Number of CPUs the process may run on (its affinity mask; else the online
+   CPUs), without calling malloc (for the arena limit).  Returns at least 1.  */
+unsigned hp_os_ncpus(void);
+
+/* Fill buf with n random bytes, best effort, never blocking and never
+   failing (falls back to address and time entropy).  */
+void hp_os_random(void *buf, size_t n);
+
+/* Write a message to stderr with write(2): no stdio, no allocation.  */
+void hp_os_write_err(const char *s, size_t n);
+
+/* Abort the process (SIGABRT), without allocating.  */
+_Noreturn void hp_os_abort(void);
+
+/* ---------------------------------------------------------------- probe */
+
+enum hp_thp_mode { HP_THP_UNSUPPORTED = 0, HP_THP_NEVER, HP_THP_MADVISE, HP_THP_ALWAYS };
+enum hp_mmu { HP_MMU_UNKNOWN = 0, HP_MMU_PAGE_TABLE, HP_MMU_HASH, HP_MMU_RADIX };
+
+#define HP_MAX_HUGE_SIZES 8
+
+/* What the machine offers, read once at start-up.  */
+struct hp_sysinfo {
+  size_t base_page;                        /* base page size */
+  enum hp_thp_mode thp;                    /* transparent_hugepage/enabled */
+  size_t thp_pmd_size;                     /* transparent_hugepage/hpage_pmd_size; when THP is present
+                                              but that file is not, hp_arch_default_pmd(); 0 without THP */
+  size_t hugetlb_default;                  /* Hugepagesize from /proc/meminfo, 0 if absent */
+  size_t hugetlb_sizes[HP_MAX_HUGE_SIZES]; /* /sys/kernel/mm/hugepages/hugepages-*kB, ascending */
+  size_t hugetlb_free[HP_MAX_HUGE_SIZES];  /* free_hugepages of each, in pages */
+  unsigned n_hugetlb;
+  enum hp_mmu mmu;                         /* POWER: hash or radix; others: page table;
+                                              unknown when /proc/cpuinfo is unreadable */
+  int seg_1t;                              /* POWER hash: 1 TiB segments available */
+  const char *arch;                        /* hp_arch_name() of the build: the architecture whose
+                                              placement applies, not read from the files */
+};
+
+/* Probe the running system.  Production builds read the real /proc and
+   /sys; test builds (HP_TEST_BUILD) read under the directory named by
+   HPMALLOC_TEST_SYSROOT when that is set.  Never allocates; files are read
+   into stack buffers and NUL-terminated; missing or unreadable files leave
+   the corresponding fields at their "absent" value.  */
+void hp_sys_probe(struct hp_sysinfo *si);
+
+/* Same, reading every file under `root` ("" for the live system) and taking
+   base_page from `base_page`.  base_page 0 means: the number in the file
+   `<root>/hpmalloc-base-page` when root is not "" and that file exists (a
+   fixture cannot supply AT_PAGESZ), else the running process's.  For tests.  */
+void hp_sys_probe_root(struct hp_sysinfo *si, const char *root, size_t base_page);
+
+/* ---------------------------------------------------------------- placement */
+
+/* Where heap regions go.  */
+struct hp_placement {
+  uintptr_t hint;        /* first address to try for heap reservations (0 = kernel's choice) */
+  size_t align;          /* alignment of heap reservations: power of two, >= base_page */
+  uintptr_t huge_hint;   /* first address to try for hugetlb reservations (0 = kernel's choice);
+                            on powerpc64 hash a slice of its own */
+  size_t huge_align;     /* alignment of hugetlb reservations */
+  uintptr_t limit;       /* do not place above this (0 = no limit) */
+  char desc[96];         /* human readable, e.g. "x86_64: 1 GiB aligned, below 128 TiB" */
+};
+
+/* Decide placement from what the probe found.  Pure: no system calls.  */
+void hp_arch_placement(const struct hp_sysinfo *si, struct hp_placement *pl);
+
+/* The PMD-level huge page size this architecture uses for THP when the probe
+   could not read hpage_pmd_size (depends on base page and MMU); 0 = none.
+   Pure.  */
+size_t hp_arch_default_pmd(const struct hp_sysinfo *si);
+
+/* The architecture the build targets: "x86_64", "powerpc64", "aarch64" or
+   "generic".  A static string.  */
+const char *hp_arch_name(void);
+
+#endif

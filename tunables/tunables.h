@@ -1,0 +1,75 @@
+/* tunables: every malloc tunable hpmalloc understands, declared once.
+ *
+ * Contract: parsing never allocates, never calls getenv or any function that
+ * may call malloc, never reads past a NUL, and ignores (skips) malformed or
+ * out-of-range entries so that the program still runs.  */
+#ifndef HP_TUNABLES_H
+#define HP_TUNABLES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum hp_tunable_id {
+  HP_T_CHECK,                 /* glibc.malloc.check            MALLOC_CHECK_ */
+  HP_T_TOP_PAD,               /* glibc.malloc.top_pad          MALLOC_TOP_PAD_ */
+  HP_T_PERTURB,               /* glibc.malloc.perturb          MALLOC_PERTURB_ */
+  HP_T_MMAP_THRESHOLD,        /* glibc.malloc.mmap_threshold   MALLOC_MMAP_THRESHOLD_ */
+  HP_T_TRIM_THRESHOLD,        /* glibc.malloc.trim_threshold   MALLOC_TRIM_THRESHOLD_ */
+  HP_T_MMAP_MAX,              /* glibc.malloc.mmap_max         MALLOC_MMAP_MAX_ */
+  HP_T_ARENA_MAX,             /* glibc.malloc.arena_max        MALLOC_ARENA_MAX */
+  HP_T_ARENA_TEST,            /* glibc.malloc.arena_test       MALLOC_ARENA_TEST */
+  HP_T_TCACHE_MAX,            /* glibc.malloc.tcache_max */
+  HP_T_TCACHE_COUNT,          /* glibc.malloc.tcache_count */
+  HP_T_TCACHE_UNSORTED_LIMIT, /* glibc.malloc.tcache_unsorted_limit */
+  HP_T_MXFAST,                /* glibc.malloc.mxfast */
+  HP_T_HUGETLB,               /* glibc.malloc.hugetlb: 0, 1, 2, or a page size in bytes */
+  /* hpmalloc's own (namespace hpmalloc.):  */
+  HP_T_HUGETLB_SIZE,          /* hpmalloc.hugetlb_size: hugetlb page size in bytes for mode 2 (0 = default) */
+  HP_T_HUGE_WASTE,            /* hpmalloc.huge_waste: max percent of a large request wasted by rounding it to huge pages */
+  HP_T_VERBOSE,               /* hpmalloc.verbose  HPMALLOC_VERBOSE: 1 = print the resolved mode at start-up */
+  HP_T_COUNT
+};
+
+enum hp_tunable_type { HP_TT_INT32, HP_TT_SIZE };
+
+/* One row of the table.  */
+struct hp_tunable_desc {
+  const char *name;        /* full name, e.g. "glibc.malloc.top_pad" or "hpmalloc.verbose" */
+  const char *env_alias;   /* e.g. "MALLOC_TOP_PAD_", or NULL */
+  enum hp_tunable_type type;
+  uint64_t min, max;       /* inclusive range; a value outside it is ignored */
+  uint64_t def;            /* default when not set */
+};
+
+extern const struct hp_tunable_desc hp_tunable_table[HP_T_COUNT];
+
+/* Values after parsing.  set_mask bit (1u << id) says the value was given
+   (by the built-in defaults string, GLIBC_TUNABLES or an env alias).  */
+struct hp_tunable_values {
+  uint64_t val[HP_T_COUNT];
+  uint32_t set_mask;
+};
+
+/* Fill *out with defaults, then apply, in this order (later wins):
+     1. `builtin` (GLIBC_TUNABLES syntax, may be NULL): defaults from code;
+     2. env aliases (MALLOC_TOP_PAD_=...) found in envp;
+     3. GLIBC_TUNABLES found in envp (glibc gives tunables precedence over aliases).
+   envp is a NULL-terminated array of "NAME=value" strings (may be NULL).
+   When `secure` is non-zero (AT_SECURE: setuid/setgid), the environment is
+   ignored entirely, as glibc ignores malloc tunables there; `builtin` still
+   applies.
+   Names are accepted as "glibc.malloc.NAME" and the short "malloc.NAME";
+   hpmalloc's own as "hpmalloc.NAME".  Numbers are decimal, 0x hex or 0 octal,
+   as glibc's tunables parser takes them (strtoul-like, whole value must parse).  */
+void hp_tunables_parse(struct hp_tunable_values *out, const char *builtin,
+                       char *const *envp, int secure);
+
+/* Parse one GLIBC_TUNABLES-syntax string into *out (which must be
+   initialised), marking what it sets.  Exposed for tests.  */
+void hp_tunables_apply_string(struct hp_tunable_values *out, const char *s);
+
+/* Look up a tunable by full or short name (not NUL-terminated: name, len).
+   Returns its id or -1.  */
+int hp_tunable_lookup(const char *name, size_t len);
+
+#endif
