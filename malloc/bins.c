@@ -153,8 +153,8 @@ void int_free_locked(struct arena *ar, struct chunk *p) {
   size_t size = chunksize(p);
   struct chunk *next = chunk_at(p, size);
   if (size <= mp.max_fast) {
-    size_t ns = chunksize(next);
-    if (ns <= CHUNK_HDR || ns >= ar->system_mem) hp_fatal("free(): invalid next size (fast)");
+    /* the raw size field: a fencepost (16 | PREV_INUSE) passes */
+    if (next->size <= CHUNK_HDR || chunksize(next) >= ar->system_mem) hp_fatal("free(): invalid next size (fast)");
     perturb_free(chunk2mem(p), size - CHUNK_HDR);
     unsigned idx = fastbin_index(size);
     struct chunk *old = ar->fastbins[idx];
@@ -169,8 +169,7 @@ void int_free_locked(struct arena *ar, struct chunk *p) {
   if (in_current_heap(ar, p) && (char *)next >= (char *)ar->top + chunksize(ar->top))
     hp_fatal("double free or corruption (out)");
   if (!prev_inuse(next)) hp_fatal("double free or corruption (!prev)");
-  size_t ns = chunksize(next);
-  if (ns <= CHUNK_HDR || ns >= ar->system_mem) hp_fatal("free(): invalid next size (normal)");
+  if (next->size <= CHUNK_HDR || chunksize(next) >= ar->system_mem) hp_fatal("free(): invalid next size (normal)");
   perturb_free(chunk2mem(p), size - CHUNK_HDR);
   size = coalesce(ar, p, size);
   if (size >= FASTBIN_CONSOLIDATION_THRESHOLD) {
