@@ -13,15 +13,18 @@
 #include "internal.h"
 
 #ifdef HP_TEST_BUILD
+#include "hpt_api.h"
 #define HP_API(n) hpt_##n
 #else
 #define HP_API(n) n
 #endif
 #define HP_EXPORT __attribute__((visibility("default")))
 
+#ifndef HP_TEST_BUILD
 /* C23, not yet in glibc 2.36's headers.  */
-HP_EXPORT void HP_API(free_sized)(void *p, size_t size);
-HP_EXPORT void HP_API(free_aligned_sized)(void *p, size_t alignment, size_t size);
+HP_EXPORT void free_sized(void *p, size_t size);
+HP_EXPORT void free_aligned_sized(void *p, size_t alignment, size_t size);
+#endif
 
 /* ------------------------------------------------------------------ valgrind */
 
