@@ -70,7 +70,7 @@ static struct arena *arena_new(void) {
   list_lock();
   /* link into the ring after the main arena */
   ar->next = main_arena.next;
-  main_arena.next = ar;
+  __atomic_store_n(&main_arena.next, ar, __ATOMIC_RELEASE); /* readers walk the ring unlocked */
   list_unlock();
   return ar;
 }
@@ -114,10 +114,14 @@ static size_t arena_limit(void) {
   return 0; /* not yet decided: below arena_test, always create */
 }
 
-static void bind_thread(struct arena *ar) {
-  hp_self.arena = ar;
-  if (hp_self.state == HP_THREAD_ACTIVE) pthread_setspecific(thread_key, &hp_self);
+static bool key_ready;
+
+/* Ask for thread_exit to run when the calling thread ends.  */
+void arena_thread_register(void) {
+  if (key_ready) pthread_setspecific(thread_key, &hp_self);
 }
+
+static void bind_thread(struct arena *ar) { hp_self.arena = ar; }
 
 /* The arena the calling thread allocates from.  */
 struct arena *arena_get(size_t bytes) {
@@ -222,7 +226,7 @@ static void fork_child(void) {
 
 /* Second phase of initialisation: things that may themselves allocate.  */
 void arena_fork_setup(void) {
-  pthread_key_create(&thread_key, thread_exit);
+  key_ready = pthread_key_create(&thread_key, thread_exit) == 0;
   pthread_atfork(fork_prepare, fork_parent, fork_child);
-  if (hp_self.state == HP_THREAD_ACTIVE) pthread_setspecific(thread_key, &hp_self);
+  if (hp_self.state == HP_THREAD_ACTIVE) arena_thread_register();
 }

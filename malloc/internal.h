@@ -214,6 +214,7 @@ HP_INTERNAL size_t mmapped_region_size(const struct chunk *c);
 HP_INTERNAL struct arena *arena_get(size_t bytes);
 HP_INTERNAL struct arena *arena_retry(struct arena *ar, size_t bytes);
 HP_INTERNAL void arena_thread_detach(void);
+HP_INTERNAL void arena_thread_register(void);
 HP_INTERNAL void arena_init_struct(struct arena *ar, int index);
 HP_INTERNAL void arena_fork_setup(void);
 

@@ -25,6 +25,7 @@ void tcache_thread_start(void) {
   if (hp_self.state != HP_THREAD_NEW) return;
   hp_self.state = HP_THREAD_ACTIVE;
   hp_self.limit = hp_vg ? 0 : mp.tcache_count;
+  arena_thread_register(); /* so the cache is flushed when the thread exits */
 }
 
 /* Give every cached chunk back to its arena and switch the cache off.  */
