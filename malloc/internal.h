@@ -244,6 +244,19 @@ HP_INTERNAL void hp_malloc_stats(void);
 HP_INTERNAL int hp_malloc_info(int options, FILE *fp);
 HP_INTERNAL int hp_stats(struct hpmalloc_stats *out, size_t size);
 
+/* ------------------------------------------------------------------ valgrind
+ * Under memcheck, hpmalloc's own code reads and writes its metadata inside
+ * blocks the program has freed; error reporting is off while it does, and
+ * the program's own accesses are checked as usual.  */
+#ifdef HP_HAVE_VALGRIND
+#include <valgrind/valgrind.h>
+static inline void vg_enter(void) { if (HP_UNLIKELY(hp_vg)) VALGRIND_DISABLE_ERROR_REPORTING; }
+static inline void vg_leave(void) { if (HP_UNLIKELY(hp_vg)) VALGRIND_ENABLE_ERROR_REPORTING; }
+#else
+static inline void vg_enter(void) {}
+static inline void vg_leave(void) {}
+#endif
+
 /* ------------------------------------------------------------------ perturb */
 static inline void perturb_alloc(void *p, size_t n) {
   if (HP_UNLIKELY(mp.perturb)) __builtin_memset(p, mp.perturb ^ 0xff, n);

@@ -32,21 +32,19 @@ HP_EXPORT void free_aligned_sized(void *p, size_t alignment, size_t size);
 #include <valgrind/memcheck.h>
 #include <valgrind/valgrind.h>
 
-/* Under memcheck, hpmalloc's own code reads and writes its metadata inside
-   blocks the program has freed; errors are silenced while it does, and the
-   program's accesses are checked as usual.  */
-static inline void vg_enter(void) { if (HP_UNLIKELY(hp_vg)) VALGRIND_DISABLE_ERROR_REPORTING; }
-static inline void vg_leave(void) { if (HP_UNLIKELY(hp_vg)) VALGRIND_ENABLE_ERROR_REPORTING; }
 
 /* Tell memcheck about a new block of n bytes at p; the slack after it and
    the next chunk's size field become inaccessible so overflows show.  */
 static void vg_alloc(void *p, size_t n, bool zeroed) {
   if (HP_LIKELY(!hp_vg) || !p) return;
   struct chunk *c = mem2chunk(p);
+  VALGRIND_DISABLE_ERROR_REPORTING;
   size_t usable = chunk_usable(c);
+  char *next_size = chunk_is_mmapped(c) ? NULL : (char *)next_chunk(c) + SIZE_SZ;
+  VALGRIND_ENABLE_ERROR_REPORTING;
   VALGRIND_MALLOCLIKE_BLOCK(p, n, 0, zeroed);
   if (usable > n) VALGRIND_MAKE_MEM_NOACCESS((char *)p + n, usable - n);
-  if (!chunk_is_mmapped(c)) VALGRIND_MAKE_MEM_NOACCESS((char *)next_chunk(c) + SIZE_SZ, SIZE_SZ);
+  if (next_size) VALGRIND_MAKE_MEM_NOACCESS(next_size, SIZE_SZ);
 }
 static void vg_free(void *p) {
   if (HP_UNLIKELY(hp_vg)) VALGRIND_FREELIKE_BLOCK(p, 0);
@@ -55,8 +53,6 @@ static void vg_usable(void *p, size_t n) {
   if (HP_UNLIKELY(hp_vg)) VALGRIND_MAKE_MEM_UNDEFINED(p, n);
 }
 #else
-static inline void vg_enter(void) {}
-static inline void vg_leave(void) {}
 static inline void vg_alloc(void *p, size_t n, bool zeroed) { (void)p; (void)n; (void)zeroed; }
 static inline void vg_free(void *p) { (void)p; }
 static inline void vg_usable(void *p, size_t n) { (void)p; (void)n; }
@@ -131,7 +127,9 @@ static void free_slow(void *p) {
   int saved = errno;
   hp_ensure_init();
   struct chunk *c = mem2chunk(p);
+  vg_enter();
   check_pointer(c, chunksize(c), "free(): invalid pointer");
+  vg_leave();
   vg_free(p);
   vg_enter();
   free_core(c);
@@ -151,17 +149,21 @@ HP_EXPORT void *HP_API(malloc)(size_t n) {
 
 HP_EXPORT void HP_API(free)(void *p) {
   if (HP_UNLIKELY(!p)) return;
-  struct chunk *c = mem2chunk(p);
-  size_t head = c->size;
-  size_t size = head & ~(size_t)SIZE_BITS;
-  size_t tidx = (size - MINSIZE) / HP_ALIGN; /* huge when size < MINSIZE: fails the bound */
-  if (HP_LIKELY(!(head & IS_MMAPPED) && tidx < mp.tcache_bins && hp_self.counts[tidx] < hp_self.limit)) {
-    check_pointer(c, size, "free(): invalid pointer");
-    if (HP_UNLIKELY(size & HP_ALIGN_MASK)) hp_fatal("free(): invalid size");
-    struct tc_entry *e = (struct tc_entry *)p;
-    if (HP_UNLIKELY(e->key == hp_tcache_key)) tcache_double_free_scan(e, tidx);
-    tcache_put(c, tidx);
-    return;
+  /* limit is 0 before the thread's first call and under valgrind, where the
+     header must not be read before error reporting is off */
+  if (HP_LIKELY(hp_self.limit != 0)) {
+    struct chunk *c = mem2chunk(p);
+    size_t head = c->size;
+    size_t size = head & ~(size_t)SIZE_BITS;
+    size_t tidx = (size - MINSIZE) / HP_ALIGN; /* huge when size < MINSIZE: fails the bound */
+    if (HP_LIKELY(!(head & IS_MMAPPED) && tidx < mp.tcache_bins && hp_self.counts[tidx] < hp_self.limit)) {
+      check_pointer(c, size, "free(): invalid pointer");
+      if (HP_UNLIKELY(size & HP_ALIGN_MASK)) hp_fatal("free(): invalid size");
+      struct tc_entry *e = (struct tc_entry *)p;
+      if (HP_UNLIKELY(e->key == hp_tcache_key)) tcache_double_free_scan(e, tidx);
+      tcache_put(c, tidx);
+      return;
+    }
   }
   free_slow(p);
 }
@@ -223,8 +225,10 @@ static void *realloc_heap(struct chunk *c, void *p, size_t n, size_t nb) {
 }
 
 /* Under memcheck, realloc always moves, so each block keeps one identity.  */
-static void *realloc_valgrind(struct chunk *c, void *p, size_t n) {
+static void *realloc_valgrind(void *p, size_t n) {
+  struct chunk *c = mem2chunk(p);
   vg_enter();
+  check_pointer(c, chunksize(c), "realloc(): invalid pointer");
   void *q = alloc_core(n);
   vg_leave();
   if (!q) return NULL;
@@ -247,13 +251,13 @@ HP_EXPORT void *HP_API(realloc)(void *p, size_t n) {
     return NULL;
   }
   hp_ensure_init();
+  if (HP_UNLIKELY(hp_vg)) return realloc_valgrind(p, n);
   struct chunk *c = mem2chunk(p);
   check_pointer(c, chunksize(c), "realloc(): invalid pointer");
   if (HP_UNLIKELY(request_out_of_range(n))) {
     errno = ENOMEM;
     return NULL;
   }
-  if (HP_UNLIKELY(hp_vg)) return realloc_valgrind(c, p, n);
   size_t nb = request2size(n);
   void *q = chunk_is_mmapped(c) ? realloc_mapped(c, p, n, nb) : realloc_heap(c, p, n, nb);
   if (!q) errno = ENOMEM;
@@ -369,13 +373,17 @@ static int trim_free_chunks(struct heap *h, struct chunk *end) {
 HP_EXPORT int HP_API(malloc_trim)(size_t pad) {
   hp_ensure_init();
   int saved = errno, released = 0;
+  vg_enter();
   tcache_flush();
+  vg_leave();
   hp_self.limit = hp_vg ? 0 : (hp_self.state == HP_THREAD_ACTIVE ? mp.tcache_count : 0);
   for (struct arena *ar = &main_arena; ar; ar = ar->next == &main_arena ? NULL : ar->next) {
     arena_lock(ar);
+    vg_enter();
     malloc_consolidate(ar);
     released |= sys_trim(ar, pad);
     for (struct heap *h = ar->heap; h; h = h->prev) released |= trim_free_chunks(h, h == ar->heap ? ar->top : h->fence);
+    vg_leave();
     arena_unlock(ar);
   }
   errno = saved;

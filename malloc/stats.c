@@ -47,6 +47,7 @@ static void count_bins(struct arena *ar, struct hp_arena_stats *st, struct bin_l
 static void collect(struct arena *ar, struct hp_arena_stats *st, struct bin_line *lines, size_t *nlines) {
   memset(st, 0, sizeof *st);
   arena_lock(ar);
+  vg_enter();
   count_bins(ar, st, lines, nlines);
   st->top = ar->heap ? chunksize(ar->top) : 0;
   st->ordblks += st->top ? 1 : 0;
@@ -56,6 +57,7 @@ static void collect(struct arena *ar, struct hp_arena_stats *st, struct bin_line
   st->thp = ar->bytes_thp;
   st->hugetlb = ar->bytes_hugetlb;
   st->heaps = ar->n_heaps;
+  vg_leave();
   arena_unlock(ar);
 }
 

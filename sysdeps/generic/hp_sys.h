@@ -131,8 +131,11 @@ struct hp_placement {
   uintptr_t hint;        /* first address to try for heap reservations (0 = kernel's choice) */
   size_t align;          /* alignment of heap reservations: power of two, >= base_page */
   uintptr_t huge_hint;   /* first address to try for hugetlb reservations (0 = kernel's choice);
-                            on powerpc64 hash a slice of its own */
-  size_t huge_align;     /* alignment of hugetlb reservations */
+                            on powerpc64 hash a 1 TiB slice of its own (a hash slice holds one
+                            page size: reserve hugetlb with MAP_HUGETLB|MAP_NORESERVE, never
+                            MAP_FIXED over a base-page reservation) */
+  size_t huge_align;     /* alignment of hugetlb reservations; on powerpc64 hash 1 TiB, so each
+                            hugetlb region starts a slice */
   uintptr_t limit;       /* do not place above this (0 = no limit) */
   char desc[96];         /* human readable, e.g. "x86_64: 1 GiB aligned, below 128 TiB" */
 };
