@@ -47,8 +47,9 @@ void unlink_chunk(struct arena *ar, struct chunk *p) {
   if (in_smallbin_range(chunksize(p)) || p->fd_nextsize == NULL) return;
   if (p->fd_nextsize->bk_nextsize != p || p->bk_nextsize->fd_nextsize != p)
     hp_fatal("corrupted double-linked list (not small)");
-  if (fd->fd_nextsize == NULL) {
-    /* fd had p's size and was not on the skip list: it takes p's place */
+  if (fd->fd_nextsize == NULL && chunksize(fd) == chunksize(p)) {
+    /* fd had p's size and was not on the skip list: it takes p's place
+       (a bin header, size 0, never does) */
     if (p->fd_nextsize == p) {
       fd->fd_nextsize = fd->bk_nextsize = fd;
     } else {
@@ -149,7 +150,9 @@ static bool in_current_heap(const struct arena *ar, const struct chunk *p) {
   return h && (const char *)p >= h->reg.base && (const char *)p < h->reg.base + h->reg.committed;
 }
 
-void int_free_locked(struct arena *ar, struct chunk *p) {
+/* Put in-use chunk p back: on a fastbin, or merged into the unsorted bin
+   or top.  Returns the size of the free chunk made (0 for a fastbin).  */
+static size_t free_into_bins(struct arena *ar, struct chunk *p) {
   size_t size = chunksize(p);
   struct chunk *next = chunk_at(p, size);
   if (size <= mp.max_fast) {
@@ -163,7 +166,7 @@ void int_free_locked(struct arena *ar, struct chunk *p) {
     p->fd = protect_ptr(&p->fd, old);
     ar->fastbins[idx] = p;
     ar->have_fastchunks = true;
-    return;
+    return 0;
   }
   if (p == ar->top) hp_fatal("double free or corruption (top)");
   if (in_current_heap(ar, p) && (char *)next >= (char *)ar->top + chunksize(ar->top))
@@ -171,8 +174,15 @@ void int_free_locked(struct arena *ar, struct chunk *p) {
   if (!prev_inuse(next)) hp_fatal("double free or corruption (!prev)");
   if (next->size <= CHUNK_HDR || chunksize(next) >= ar->system_mem) hp_fatal("free(): invalid next size (normal)");
   perturb_free(chunk2mem(p), size - CHUNK_HDR);
-  size = coalesce(ar, p, size);
-  if (size >= FASTBIN_CONSOLIDATION_THRESHOLD) {
+  return coalesce(ar, p, size);
+}
+
+/* Free without trimming: for top.c, which frees a sealed heap's old top
+   while it installs a new heap that trimming must not release.  */
+void int_free_no_trim(struct arena *ar, struct chunk *p) { free_into_bins(ar, p); }
+
+void int_free_locked(struct arena *ar, struct chunk *p) {
+  if (free_into_bins(ar, p) >= FASTBIN_CONSOLIDATION_THRESHOLD) {
     if (ar->have_fastchunks) malloc_consolidate(ar);
     if (chunksize(ar->top) >= mp.trim_threshold) sys_trim(ar, mp.top_pad);
   }

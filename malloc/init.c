@@ -15,7 +15,21 @@
 
 #ifdef HP_HAVE_VALGRIND
 #include <valgrind/valgrind.h>
-static bool on_valgrind(void) { return RUNNING_ON_VALGRIND != 0; }
+/* Under a valgrind tool that tracks heap blocks (memcheck, helgrind, drd,
+   massif, dhat), switch to the marked, cache-less paths.  Under callgrind
+   or cachegrind keep the normal paths, so instruction counts are real.
+   valgrind names its tool in the preload it adds to LD_PRELOAD.  */
+static bool on_valgrind(void) {
+  if (!RUNNING_ON_VALGRIND) return false;
+  static const char *const heap_tools[] = { "vgpreload_memcheck", "vgpreload_helgrind", "vgpreload_drd",
+                                            "vgpreload_massif", "vgpreload_dhat" };
+  for (char *const *e = hp_os_environ(); e && *e; e++) {
+    if (strncmp(*e, "LD_PRELOAD=", 11) != 0) continue;
+    for (size_t i = 0; i < sizeof heap_tools / sizeof heap_tools[0]; i++)
+      if (strstr(*e, heap_tools[i])) return true;
+  }
+  return false;
+}
 #else
 static bool on_valgrind(void) { return false; }
 #endif
@@ -28,7 +42,6 @@ bool hp_vg;
 _Atomic int hp_initialized;
 
 static const size_t DEFAULT_HEAP_MAX = (size_t)64 << 20;
-static const size_t MMAP_THRESHOLD_MAX = (size_t)32 << 20;
 
 static bool tunable_set(const struct hp_tunable_values *tv, enum hp_tunable_id id) {
   return tv->set_mask & (1u << id);
@@ -191,8 +204,7 @@ int hp_mallopt(int param, int value) {
     mp.top_pad = (size_t)(unsigned long)value;
     mp.no_dyn_threshold = true;
     break;
-  case M_MMAP_THRESHOLD:
-    if ((size_t)(unsigned long)value > MMAP_THRESHOLD_MAX) { ok = 0; break; }
+  case M_MMAP_THRESHOLD: /* glibc 2.36 takes any value */
     mp.mmap_threshold = (size_t)(unsigned long)value;
     mp.no_dyn_threshold = true;
     break;

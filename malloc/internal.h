@@ -191,6 +191,7 @@ HP_INTERNAL void tcache_flush(void);
 HP_INTERNAL void *int_malloc(struct arena *ar, size_t bytes);
 HP_INTERNAL void int_free(struct arena *ar, struct chunk *c);
 HP_INTERNAL void int_free_locked(struct arena *ar, struct chunk *c);
+HP_INTERNAL void int_free_no_trim(struct arena *ar, struct chunk *c);
 HP_INTERNAL void malloc_consolidate(struct arena *ar);
 HP_INTERNAL void *int_realloc(struct arena *ar, struct chunk *old, size_t oldsize, size_t nb);
 HP_INTERNAL void *int_memalign(struct arena *ar, size_t alignment, size_t bytes);

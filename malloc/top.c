@@ -105,7 +105,7 @@ static void heap_seal(struct arena *ar, struct heap *h, struct chunk *t) {
   h->fence = fence;
   if (keep >= MINSIZE) {
     set_head(t, keep | (t->size & PREV_INUSE) | arena_flag(ar));
-    int_free_locked(ar, t);
+    int_free_no_trim(ar, t);
   } else {
     /* too small to free: t itself becomes the fencepost */
     set_head(t, CHUNK_HDR | (t->size & PREV_INUSE));
@@ -209,7 +209,8 @@ static bool release_empty_heap(struct arena *ar) {
   }
   account(ar, &h->reg, -(ptrdiff_t)h->reg.committed);
   ar->n_heaps--;
-  region_release(&h->reg);
+  struct region reg = h->reg; /* h lives inside the region */
+  region_release(&reg);
   prev->fence = NULL;
   ar->heap = prev;
   ar->top = t;

@@ -1,0 +1,227 @@
+/* The POSIX fallback of hp_sys.h, for any system sysdeps has no directory
+ * for.  MIT licence.
+ *
+ * Plain mmap, no huge pages of any kind: HP_MAP_HUGETLB fails with ENOTSUP,
+ * only HP_ADV_DONTNEED does anything (through posix_madvise, where the
+ * system's POSIX_MADV_DONTNEED discards pages, or not at all: the advice is
+ * then accepted and ignored, since the caller only uses it to return
+ * memory), remap fails with ENOSYS, and the probe reports the base page and
+ * nothing else.  Only POSIX calls, so it builds on Linux too (and is
+ * compile-tested there); the feature tests below are on flags, not on the
+ * OS.  Contracts are in hp_sys.h.  */
+#include "hp_sys.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#if !defined MAP_ANONYMOUS && defined MAP_ANON
+#define MAP_ANONYMOUS MAP_ANON
+#endif
+
+extern char **environ;
+
+/* ---------------------------------------------------------------- mapping */
+
+static inline int
+os_prot (enum hp_prot prot)
+{
+  return prot == HP_PROT_RW ? PROT_READ | PROT_WRITE : PROT_NONE;
+}
+
+static inline int
+os_map_flags (unsigned flags)
+{
+  int f = MAP_PRIVATE | MAP_ANONYMOUS;
+
+#ifdef MAP_NORESERVE
+  if (flags & HP_MAP_NORESERVE)
+    f |= MAP_NORESERVE;
+#endif
+  if (flags & HP_MAP_FIXED)
+    f |= MAP_FIXED;
+  return f;
+}
+
+void *
+hp_os_map (void *addr, size_t len, enum hp_prot prot, unsigned flags, size_t huge_size)
+{
+  void *p;
+
+  (void) huge_size;
+  if (flags & HP_MAP_HUGETLB)
+    {
+      errno = ENOTSUP;
+      return NULL;
+    }
+  p = mmap (addr, len, os_prot (prot), os_map_flags (flags), -1, 0);
+  if (p == MAP_FAILED)
+    return NULL;
+  /* No MAP_FIXED_NOREPLACE in POSIX: the address is a hint, checked.  */
+  if ((flags & HP_MAP_FIXED_NOREPLACE) && !(flags & HP_MAP_FIXED) && p != addr)
+    {
+      munmap (p, len);
+      errno = EEXIST;
+      return NULL;
+    }
+  return p;
+}
+
+int
+hp_os_unmap (void *addr, size_t len)
+{
+  return munmap (addr, len);
+}
+
+int
+hp_os_protect (void *addr, size_t len, enum hp_prot prot)
+{
+  return mprotect (addr, len, os_prot (prot));
+}
+
+int
+hp_os_advise (void *addr, size_t len, enum hp_advice adv)
+{
+  if (adv != HP_ADV_DONTNEED)
+    {
+      errno = EINVAL;
+      return -1;
+    }
+#ifdef POSIX_MADV_DONTNEED
+  (void) posix_madvise (addr, len, POSIX_MADV_DONTNEED);
+#else
+  (void) addr;
+  (void) len;
+#endif
+  return 0;
+}
+
+void *
+hp_os_remap (void *old, size_t oldlen, size_t newlen, int may_move)
+{
+  (void) old;
+  (void) oldlen;
+  (void) newlen;
+  (void) may_move;
+  errno = ENOSYS;
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- process facts */
+
+size_t
+hp_os_page_size (void)
+{
+  long s = sysconf (_SC_PAGESIZE);
+  return s > 0 ? (size_t) s : 4096;
+}
+
+int
+hp_os_secure (void)
+{
+  return getuid () != geteuid () || getgid () != getegid ();
+}
+
+char *const *
+hp_os_environ (void)
+{
+  return environ;
+}
+
+unsigned
+hp_os_ncpus (void)
+{
+#ifdef _SC_NPROCESSORS_ONLN
+  long n = sysconf (_SC_NPROCESSORS_ONLN);
+  if (n > 0)
+    return (unsigned) n;
+#endif
+  return 1;
+}
+
+static inline uint64_t
+os_mix64 (uint64_t x)
+{
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/* No portable non-blocking entropy call: the clock, the process id and
+   addresses that ASLR moves, mixed.  Best effort, as the contract allows.  */
+void
+hp_os_random (void *buf, size_t n)
+{
+  unsigned char *out = buf;
+  struct timespec ts = { 0, 0 };
+  uint64_t s;
+
+  clock_gettime (CLOCK_REALTIME, &ts);
+  s = (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+  s ^= (uint64_t) getpid () << 32 ^ (uint64_t) (uintptr_t) &ts ^ (uint64_t) (uintptr_t) buf;
+  for (size_t i = 0; i < n; i++)
+    {
+      if (i % 8 == 0)
+        s = os_mix64 (s);
+      out[i] = (unsigned char) (s >> (8 * (i % 8)));
+    }
+}
+
+void
+hp_os_write_err (const char *s, size_t n)
+{
+  while (n > 0)
+    {
+      ssize_t w = write (STDERR_FILENO, s, n);
+      if (w > 0)
+        {
+          s += w;
+          n -= (size_t) w;
+        }
+      else if (w < 0 && errno == EINTR)
+        continue;
+      else
+        return;
+    }
+}
+
+_Noreturn void
+hp_os_abort (void)
+{
+  sigset_t set;
+  struct sigaction sa;
+
+  sigemptyset (&set);
+  sigaddset (&set, SIGABRT);
+  sigprocmask (SIG_UNBLOCK, &set, NULL);
+  raise (SIGABRT);
+  sa.sa_handler = SIG_DFL;
+  sa.sa_flags = 0;
+  sigemptyset (&sa.sa_mask);
+  sigaction (SIGABRT, &sa, NULL);
+  raise (SIGABRT);
+  _exit (127);
+}
+
+/* ---------------------------------------------------------------- probe */
+
+void
+hp_sys_probe_root (struct hp_sysinfo *si, const char *root, size_t base_page)
+{
+  (void) root;
+  memset (si, 0, sizeof *si);
+  si->arch = hp_arch_name ();
+  si->base_page = base_page != 0 ? base_page : hp_os_page_size ();
+  si->thp = HP_THP_UNSUPPORTED;
+  si->mmu = HP_MMU_UNKNOWN;
+}
+
+void
+hp_sys_probe (struct hp_sysinfo *si)
+{
+  hp_sys_probe_root (si, "", 0);
+}
