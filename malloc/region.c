@@ -88,7 +88,9 @@ static int reserve_hugetlb(struct region *r, size_t len, size_t align) {
   len = align_up(len, hsz);
   if (align < hsz) align = hsz;
   if (align < hp_placement.huge_align) align = hp_placement.huge_align;
-  void *p = map_aligned(len, align, next_hint(HP_REGION_HUGETLB), HP_PROT_NONE,
+  /* readable and writable from the start: hugetlb mappings never merge
+     again once mprotect splits them, so commit by populating instead */
+  void *p = map_aligned(len, align, next_hint(HP_REGION_HUGETLB), HP_PROT_RW,
                         HP_MAP_HUGETLB | HP_MAP_NORESERVE, hsz);
   if (!p) return -1;
   *r = (struct region){ .base = p, .reserved = len, .page = hsz, .kind = HP_REGION_HUGETLB };
@@ -128,8 +130,9 @@ int region_extend(struct region *r, size_t more) {
   char *end = r->base + r->reserved;
   unsigned flags = HP_MAP_NORESERVE | HP_MAP_FIXED_NOREPLACE;
   if (r->kind == HP_REGION_HUGETLB) flags |= HP_MAP_HUGETLB;
+  enum hp_prot prot = r->kind == HP_REGION_HUGETLB ? HP_PROT_RW : HP_PROT_NONE;
   int saved = errno;
-  char *p = hp_kernel.map(end, more, HP_PROT_NONE, flags, r->kind == HP_REGION_HUGETLB ? r->page : 0);
+  char *p = hp_kernel.map(end, more, prot, flags, r->kind == HP_REGION_HUGETLB ? r->page : 0);
   if (p != end) {
     if (p) hp_kernel.unmap(p, more);
     errno = saved;
@@ -140,13 +143,11 @@ int region_extend(struct region *r, size_t more) {
   return 0;
 }
 
-/* Make hugetlb pages [from, to) writable and back them now, one page at a
-   time, so that `committed` stays exact if the pool runs dry midway.  */
+/* Back hugetlb pages [from, to) now, one page at a time, so that
+   `committed` stays exact if the pool runs dry midway.  */
 static int commit_hugetlb(struct region *r, size_t from, size_t to) {
-  if (hp_kernel.protect(r->base + from, to - from, HP_PROT_RW) != 0) return -1;
   for (size_t off = from; off < to; off += r->page) {
     if (hp_kernel.advise(r->base + off, r->page, HP_ADV_POPULATE_WRITE) != 0) {
-      hp_kernel.protect(r->base + off, to - off, HP_PROT_NONE);
       r->committed = off;
       note_hugetlb_failure();
       return -1;
@@ -184,7 +185,7 @@ void region_decommit(struct region *r, size_t downto) {
     errno = saved;
     return; /* old kernels cannot drop hugetlb pages this way: keep them */
   }
-  hp_kernel.protect(p, len, HP_PROT_NONE);
+  if (r->kind != HP_REGION_HUGETLB) hp_kernel.protect(p, len, HP_PROT_NONE);
   errno = saved;
   r->committed = downto;
 }

@@ -24,6 +24,9 @@
 #ifndef MAP_HUGE_MASK
 #define MAP_HUGE_MASK 0x3f
 #endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25
 #endif
@@ -141,6 +144,8 @@ os_advice (enum hp_advice adv)
       return MADV_DONTNEED;
     case HP_ADV_COLLAPSE:
       return MADV_COLLAPSE;
+    case HP_ADV_POPULATE_WRITE:
+      return MADV_POPULATE_WRITE;
     default:
       return -1;
     }

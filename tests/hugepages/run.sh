@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# check-hugepages: huge-page coverage of every path, read from the kernel's
+# accounting (/proc/self/smaps_rollup, /proc/self/status, /proc/self/maps).
+#   mode 1 (THP): heaps built by the main thread and by two threads, 3 MiB
+#     blocks, and a block grown by realloc, each >= the share below;
+#   mode 2 (hugetlbfs): with a pool (root: set /proc/sys/vm/nr_hugepages,
+#     restored on exit) the heap is on hugetlb pages in a handful of
+#     mappings; with a pool too small for the heap, every allocation still
+#     succeeds, the rest lands on THP, and the fallbacks are counted.
+# Skips, with the reason, what this machine cannot do.
+set -u
+BUILD=${BUILD:-build}
+lib=$PWD/$BUILD/lib/libhpmalloc.so
+bin=$PWD/$BUILD/tests/hugepages/coverage
+pass=0; fail=0; skip=0
+ok()   { echo "PASS  $*"; pass=$((pass+1)); }
+bad()  { echo "FAIL  $*"; fail=$((fail+1)); }
+skp()  { echo "SKIP  $*"; skip=$((skip+1)); }
+field() { sed -n "s/.*\b$1=\(-\?[0-9]*\).*/\1/p" <<<"$2"; }
+
+run() { # mode args...
+  local mode=$1; shift
+  GLIBC_TUNABLES=glibc.malloc.hugetlb=$mode LD_PRELOAD=$lib "$bin" "$@"
+}
+
+expect_pct() { # min mode args...
+  local min=$1; shift
+  local out; out=$(run "$@") || { bad "hugetlb=$1 ${*:2}: exited $?"; return; }
+  local pct; pct=$(field pct "$out")
+  if [ "${pct:-0}" -ge "$min" ]; then ok "hugetlb=$1 ${*:2}: ${pct}% on huge pages (>= $min%): $out"
+  else bad "hugetlb=$1 ${*:2}: ${pct}% on huge pages, wanted >= $min%: $out"; fi
+}
+
+thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo absent)
+case "$thp" in
+  *"[always]"*|*"[madvise]"*)
+    expect_pct 95 1 small 300 0
+    expect_pct 95 1 small 300 2
+    expect_pct 90 1 large 300
+    expect_pct 90 1 grow 128 ;;
+  *) skp "mode 1: THP is '$thp' here (needs madvise or always)" ;;
+esac
+
+hsz_kb=$(awk '/^Hugepagesize:/ {print $2}' /proc/meminfo)
+pool=/proc/sys/vm/nr_hugepages
+if [ "$(id -u)" != 0 ] || [ ! -w "$pool" ] || [ -z "$hsz_kb" ]; then
+  skp "mode 2: needs root to size the hugetlb pool ($pool)"
+else
+  old=$(cat "$pool")
+  trap 'echo "$old" > "$pool"' EXIT
+  want=$(( old + 200 * 1024 / hsz_kb ))         # room for a 200 MiB heap
+  echo "$want" > "$pool"
+  if [ "$(cat "$pool")" -lt "$want" ]; then
+    skp "mode 2: the kernel gave $(cat "$pool") of $want huge pages (memory fragmented)"
+  else
+    out=$(run 2 small 150 2) || bad "hugetlb=2 small 150 2: exited $?"
+    htlb=$(field hugetlb_kb "$out"); maps=$(field hugetlb_maps "$out"); pct=$(field pct "$out")
+    if [ "${pct:-0}" -ge 95 ] && [ "${htlb:-0}" -ge $((150 * 1024)) ] && [ "${maps:-99}" -le 8 ]; then
+      ok "hugetlb=2 with a pool: ${htlb} kB on hugetlb pages in $maps mappings: $out"
+    else
+      bad "hugetlb=2 with a pool: wanted >= 150 MiB on hugetlb pages in <= 8 mappings: $out"
+    fi
+    expect_pct 95 2 large 150
+    # a dry pool: 40 MiB of pages for a 200 MiB heap
+    echo $(( old + 40 * 1024 / hsz_kb )) > "$pool"
+    out=$(run 2 small 200 2) || bad "hugetlb=2 dry pool: an allocation failed (exit $?)"
+    fb=$(field fallbacks "$out"); pct=$(field pct "$out")
+    if [ "${fb:-0}" -ge 1 ] && [ "${pct:-0}" -ge 90 ]; then
+      ok "hugetlb=2 with a dry pool: all allocations served, $fb fallbacks counted, ${pct}% huge: $out"
+    else
+      bad "hugetlb=2 with a dry pool: wanted fallbacks >= 1 and >= 90% huge: $out"
+    fi
+  fi
+fi
+mkdir -p "$BUILD/summary"
+echo "hugepages: $pass passed, $fail failed, $skip skipped" | tee "$BUILD/summary/hugepages.txt"
+[ "$fail" -eq 0 ]
