@@ -46,6 +46,14 @@ int hpmalloc_stats(struct hpmalloc_stats *st, size_t size);
    message and aborts, as the allocator's other integrity checks do.  */
 int hpmalloc_check_heap(void);
 
+/* mallopt parameter: switch glibc.malloc.hugetlb at run time (0, 1, 2 or a
+   hugetlb page size).  Memory mapped afterwards follows the new mode; when
+   switching to THP, the heaps already in use are advised and what they
+   hold is collapsed into huge pages (MADV_COLLAPSE, Linux 6.1+, best
+   effort).  mallopt returns 1 on success, 0 for a value it cannot take.
+   glibc's mallopt returns 0 for it.  */
+#define HPMALLOC_M_HUGETLB (-201)
+
 /* Appliances that link hpmalloc statically and cannot set the environment
    define this symbol in their program, in GLIBC_TUNABLES syntax:
 

@@ -105,6 +105,21 @@ static size_t next_pow2(size_t v) {
   return p;
 }
 
+/* The huge page size of the mode in force, 0 in mode 0.  */
+static size_t mode_page(void) {
+  return mp.hugetlb_mode == 2 ? mp.hugetlb_size : mp.hugetlb_mode == 1 ? mp.thp_size : 0;
+}
+
+/* Keep huge pages whole: pad and trim in huge-page units, and serve
+   requests below one huge page from the (huge-backed) heap.  */
+static void round_for_huge(bool raise_threshold) {
+  size_t huge = mode_page();
+  if (!huge) return;
+  mp.top_pad = align_up(mp.top_pad ? mp.top_pad : 1, huge);
+  mp.trim_threshold = align_up(mp.trim_threshold ? mp.trim_threshold : 1, huge);
+  if (raise_threshold && mp.mmap_threshold < huge) mp.mmap_threshold = huge;
+}
+
 void hp_apply_tunables(const struct hp_tunable_values *tv) {
   const uint64_t *v = tv->val;
   mp.top_pad = (size_t)v[HP_T_TOP_PAD];
@@ -127,15 +142,10 @@ void hp_apply_tunables(const struct hp_tunable_values *tv) {
   mp.tcache_unsorted_limit = (size_t)v[HP_T_TCACHE_UNSORTED_LIMIT];
   mp.huge_waste_pct = (size_t)v[HP_T_HUGE_WASTE];
   resolve_mode(v[HP_T_HUGETLB], v[HP_T_HUGETLB_SIZE]);
-  size_t huge = mp.hugetlb_mode == 2 ? mp.hugetlb_size : mp.hugetlb_mode == 1 ? mp.thp_size : 0;
+  size_t huge = mode_page();
   mp.heap_max = DEFAULT_HEAP_MAX;
   if (huge && 4 * huge > mp.heap_max) mp.heap_max = next_pow2(4 * huge);
-  if (huge) {
-    /* keep huge pages whole: pad and trim in huge-page units */
-    mp.top_pad = align_up(mp.top_pad ? mp.top_pad : 1, huge);
-    mp.trim_threshold = align_up(mp.trim_threshold ? mp.trim_threshold : 1, huge);
-    if (!tunable_set(tv, HP_T_MMAP_THRESHOLD) && mp.mmap_threshold < huge) mp.mmap_threshold = huge;
-  }
+  round_for_huge(!tunable_set(tv, HP_T_MMAP_THRESHOLD));
 }
 
 /* ------------------------------------------------------------------ start-up */
@@ -184,6 +194,48 @@ void hp_init_slow(void) {
   while (atomic_load_explicit(&hp_initialized, memory_order_acquire) != 2) sched_yield();
 }
 
+/* ------------------------------------------------------------------ switching mode at run time */
+
+/* Advise an existing base-page heap for THP and collapse what it already
+   holds into huge pages (MADV_COLLAPSE, Linux 6.1+; best effort).  */
+static void hugify_heap(struct arena *ar, struct heap *h) {
+  struct region *r = &h->reg;
+  if (r->kind != HP_REGION_BASE || !mp.thp_size) return;
+  if (hp_kernel.advise(r->base, r->reserved, HP_ADV_HUGEPAGE) != 0) return;
+  r->kind = HP_REGION_THP;
+  r->page = mp.thp_size;
+  ar->bytes_thp += r->committed;
+  uintptr_t lo = align_up((uintptr_t)r->base, mp.thp_size);
+  uintptr_t hi = align_down((uintptr_t)r->base + r->committed, mp.thp_size);
+  int saved = errno;
+  if (hi > lo) hp_kernel.advise((void *)lo, hi - lo, HP_ADV_COLLAPSE);
+  errno = saved;
+}
+
+/* mallopt(HPMALLOC_M_HUGETLB, v): the mode for memory mapped from now on;
+   switching to THP also advises and collapses the heaps already there.
+   Fails (returns 0) for a page size the heaps' layout cannot take.  */
+static int set_mode(int value) {
+  if (value < 0) return 0;
+  int old_mode = mp.hugetlb_mode;
+  size_t old_size = mp.hugetlb_size;
+  resolve_mode((uint64_t)value, mp.hugetlb_size);
+  size_t huge = mode_page();
+  if (huge && 4 * huge > mp.heap_max) {
+    mp.hugetlb_mode = old_mode;
+    mp.hugetlb_size = old_size;
+    return 0;
+  }
+  round_for_huge(!mp.no_dyn_threshold);
+  if (mp.hugetlb_mode == 0) return 1;
+  for (struct arena *ar = &main_arena; ar; ar = ar->next == &main_arena ? NULL : ar->next) {
+    if (ar != &main_arena) arena_lock(ar);
+    for (struct heap *h = ar->heap; h; h = h->prev) hugify_heap(ar, h);
+    if (ar != &main_arena) arena_unlock(ar);
+  }
+  return 1;
+}
+
 /* ------------------------------------------------------------------ mallopt */
 
 int hp_mallopt(int param, int value) {
@@ -223,6 +275,9 @@ int hp_mallopt(int param, int value) {
     break;
   case M_ARENA_MAX:
     if (value > 0) mp.arena_max = (size_t)value;
+    break;
+  case HPMALLOC_M_HUGETLB:
+    ok = set_mode(value);
     break;
   default:
     ok = 0;

@@ -137,6 +137,8 @@ static int grow_in_place(struct arena *ar, size_t nb) {
   if (want < used) return -1;
   size_t padded = want + mp.top_pad;
   if (padded < want) padded = want;
+  /* a thread heap never grows past heap_max: heap_for_ptr masks with it */
+  if (ar != &main_arena && want > mp.heap_max) return -1;
   if (want > h->reg.reserved) {
     if (ar != &main_arena) return -1;
     size_t more = padded - h->reg.reserved;
@@ -145,6 +147,7 @@ static int grow_in_place(struct arena *ar, size_t nb) {
       return -1;
   }
   if (padded > h->reg.reserved) padded = h->reg.reserved;
+  if (ar != &main_arena && padded > mp.heap_max) padded = mp.heap_max;
   size_t before = h->reg.committed;
   if (region_commit(&h->reg, padded) != 0) region_commit(&h->reg, want);
   if (h->reg.committed != before) {

@@ -5,6 +5,9 @@
  *                                (0 = by the main thread itself)
  *   coverage large MiB           3 MiB blocks from the main thread
  *   coverage grow MiB            a 1 MiB block realloc'd up to MiB
+ *   coverage switch MiB          100-byte objects built in the mode the
+ *                                environment gives, then
+ *                                mallopt(HPMALLOC_M_HUGETLB, 1)
  *
  * Prints "rss_kb=N thp_kb=N hugetlb_kb=N pct=P hugetlb_maps=M fallbacks=F":
  * pct is the share of the heap's resident memory on huge pages (the
@@ -16,7 +19,10 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <malloc.h>
 #include <string.h>
+
+#define HPMALLOC_M_HUGETLB (-201) /* from include/hpmalloc.h, without depending on it */
 
 static size_t per_thread;
 
@@ -84,6 +90,13 @@ int main(int argc, char **argv) {
       pthread_t th[16];
       for (int i = 0; i < t && i < 16; i++) pthread_create(&th[i], NULL, build_small, NULL);
       for (int i = 0; i < t && i < 16; i++) pthread_join(th[i], NULL);
+    }
+  } else if (strcmp(argv[1], "switch") == 0) {
+    per_thread = (mib << 20) / 100;
+    build_small(NULL);
+    if (mallopt(HPMALLOC_M_HUGETLB, 1) != 1) {
+      fprintf(stderr, "coverage: mallopt(HPMALLOC_M_HUGETLB, 1) refused\n");
+      return 1;
     }
   } else if (strcmp(argv[1], "large") == 0) {
     for (size_t i = 0; i < mib / 3; i++) {
