@@ -28,7 +28,6 @@ static size_t narenas = 1;
 static size_t narenas_limit;
 
 static pthread_key_t thread_key;
-static bool fork_locked;
 
 /* glibc's stdio list lock and single-thread flag, when present.  */
 extern void _IO_list_lock(void) __attribute__((weak));
@@ -45,19 +44,22 @@ void arena_init_struct(struct arena *ar, int index) {
   ar->index = index;
 }
 
-/* A new thread arena with its first heap, attached to the caller.  */
-static struct arena *arena_new(void) {
+/* A new thread arena with its first heap, attached to the caller.  The
+   caller counted it in narenas already (idx is its number).  */
+static struct arena *arena_new(int idx) {
   struct heap *h;
   struct arena tmp;
   /* heap_create_first needs an arena to account to; account into tmp and
      copy the counters after the real struct is in place */
   arena_init_struct(&tmp, 0);
-  if (heap_create_first(&tmp, &h, mp.top_pad) != 0) return NULL;
+  if (heap_create_first(&tmp, &h, mp.top_pad) != 0) {
+    list_lock();
+    narenas--; /* give the slot back */
+    list_unlock();
+    return NULL;
+  }
   struct arena *ar = (struct arena *)((char *)h + sizeof(struct heap));
   ar = (struct arena *)align_up((uintptr_t)ar, _Alignof(struct arena));
-  list_lock();
-  int idx = (int)narenas++;
-  list_unlock();
   arena_init_struct(ar, idx);
   ar->system_mem = ar->max_system_mem = tmp.system_mem;
   ar->bytes_thp = tmp.bytes_thp;
@@ -132,8 +134,9 @@ struct arena *arena_get(size_t bytes) {
   struct arena *ar = take_free_arena();
   size_t limit = ar ? 0 : arena_limit();
   bool create = !ar && (limit == 0 || narenas < limit);
+  int idx = create ? (int)narenas++ : 0; /* counted under the lock, so racing threads respect the limit */
   list_unlock();
-  if (create) ar = arena_new();
+  if (create) ar = arena_new(idx);
   if (!ar) {
     list_lock();
     ar = reuse_arena(NULL);
@@ -151,8 +154,9 @@ struct arena *arena_retry(struct arena *ar, size_t bytes) {
   struct arena *other = narenas > 1 ? reuse_arena(&main_arena) : NULL;
   if (other == &main_arena) other = NULL;
   else if (other) other->attached_threads--; /* a one-off, not a binding */
+  int idx = other ? 0 : (int)narenas++;
   list_unlock();
-  return other ? other : arena_new();
+  return other ? other : arena_new(idx);
 }
 
 void arena_thread_detach(void) {
@@ -180,8 +184,9 @@ static void thread_exit(void *arg) {
 
 static bool single_threaded(void) { return &__libc_single_threaded && __libc_single_threaded; }
 
+/* Whether this thread took the locks is in hp_self.in_fork: several
+   threads may fork at once, each waiting its turn in _IO_list_lock.  */
 static void fork_prepare(void) {
-  fork_locked = false;
   if (single_threaded() || hp_initialized != 2) return;
   if (_IO_list_lock) _IO_list_lock();
   pthread_mutex_lock(&hp_list_lock);
@@ -190,12 +195,11 @@ static void fork_prepare(void) {
     pthread_mutex_lock(&ar->lock);
     ar = ar->next;
   } while (ar != &main_arena);
-  fork_locked = true;
   hp_self.in_fork = true;
 }
 
 static void fork_parent(void) {
-  if (!fork_locked) return;
+  if (!hp_self.in_fork) return;
   hp_self.in_fork = false;
   struct arena *ar = &main_arena;
   do {
@@ -207,7 +211,7 @@ static void fork_parent(void) {
 }
 
 static void fork_child(void) {
-  if (!fork_locked) return;
+  if (!hp_self.in_fork) return;
   hp_self.in_fork = false;
   free_list = NULL;
   struct arena *ar = &main_arena;

@@ -443,7 +443,7 @@ static void split_tail(struct arena *ar, struct chunk *p, size_t size, size_t nb
 void *int_realloc(struct arena *ar, struct chunk *old, size_t oldsize, size_t nb) {
   struct chunk *next = chunk_at(old, oldsize);
   size_t nextsize = chunksize(next);
-  if (nextsize <= CHUNK_HDR || nextsize >= ar->system_mem) hp_fatal("realloc(): invalid next size");
+  if (next->size <= CHUNK_HDR || nextsize >= ar->system_mem) hp_fatal("realloc(): invalid next size");
   if (oldsize >= nb) {
     split_tail(ar, old, oldsize, nb);
     return chunk2mem(old);

@@ -73,22 +73,40 @@ static void *arena_alloc(size_t n) {
   return p;
 }
 
-/* Allocate n bytes: tcache, then an arena.  No valgrind marking.  */
-static void *alloc_core(size_t n) {
-  hp_ensure_init();
-  if (HP_UNLIKELY(request_out_of_range(n))) {
-    errno = ENOMEM;
-    return NULL;
-  }
-  if (HP_UNLIKELY(hp_self.state == HP_THREAD_NEW)) tcache_thread_start();
-  size_t tidx = csize2tidx(request2size(n));
-  if (tidx < mp.tcache_bins && hp_self.entries[tidx]) return tcache_get(tidx);
+static void *alloc_from_arena(size_t n) {
   void *p = arena_alloc(n);
   if (!p) {
     errno = ENOMEM;
     return NULL;
   }
   return p;
+}
+
+/* A request larger than the address space can never be served: fail at
+   once, without asking the kernel (glibc's PTRDIFF_MAX bound, and the
+   architecture's user address space limit).  */
+static inline bool hopeless(size_t n) {
+  return request_out_of_range(n) || (hp_placement.limit && n >= hp_placement.limit);
+}
+
+static bool alloc_prepare(size_t n) {
+  hp_ensure_init();
+  if (HP_UNLIKELY(hopeless(n))) {
+    errno = ENOMEM;
+    return false;
+  }
+  if (HP_UNLIKELY(hp_self.state == HP_THREAD_NEW)) tcache_thread_start();
+  return true;
+}
+
+static void *alloc_core_no_cache(size_t n) { return alloc_prepare(n) ? alloc_from_arena(n) : NULL; }
+
+/* Allocate n bytes: tcache, then an arena.  No valgrind marking.  */
+static void *alloc_core(size_t n) {
+  if (!alloc_prepare(n)) return NULL;
+  size_t tidx = csize2tidx(request2size(n));
+  if (tidx < mp.tcache_bins && hp_self.entries[tidx]) return tcache_get(tidx);
+  return alloc_from_arena(n);
 }
 
 static void *malloc_slow(size_t n) {
@@ -110,11 +128,13 @@ static void free_core(struct chunk *c) {
   if (HP_UNLIKELY(size < MINSIZE || (size & HP_ALIGN_MASK))) hp_fatal("free(): invalid size");
   if (HP_UNLIKELY(hp_self.state == HP_THREAD_NEW)) tcache_thread_start();
   size_t tidx = csize2tidx(size);
-  if (tidx < mp.tcache_bins && hp_self.counts[tidx] < hp_self.limit) {
+  if (tidx < mp.tcache_bins && hp_self.limit) {
     struct tc_entry *e = (struct tc_entry *)chunk2mem(c);
     if (HP_UNLIKELY(e->key == hp_tcache_key)) tcache_double_free_scan(e, tidx);
-    tcache_put(c, tidx);
-    return;
+    if (hp_self.counts[tidx] < hp_self.limit) {
+      tcache_put(c, tidx);
+      return;
+    }
   }
   int_free(arena_for_chunk(c), c);
 }
@@ -156,13 +176,16 @@ HP_EXPORT void HP_API(free)(void *p) {
     size_t head = c->size;
     size_t size = head & ~(size_t)SIZE_BITS;
     size_t tidx = (size - MINSIZE) / HP_ALIGN; /* huge when size < MINSIZE: fails the bound */
-    if (HP_LIKELY(!(head & IS_MMAPPED) && tidx < mp.tcache_bins && hp_self.counts[tidx] < hp_self.limit)) {
+    if (HP_LIKELY(!(head & IS_MMAPPED) && tidx < mp.tcache_bins)) {
       check_pointer(c, size, "free(): invalid pointer");
       if (HP_UNLIKELY(size & HP_ALIGN_MASK)) hp_fatal("free(): invalid size");
+      /* a cached chunk carries the key, whether or not this bin has room */
       struct tc_entry *e = (struct tc_entry *)p;
       if (HP_UNLIKELY(e->key == hp_tcache_key)) tcache_double_free_scan(e, tidx);
-      tcache_put(c, tidx);
-      return;
+      if (HP_LIKELY(hp_self.counts[tidx] < hp_self.limit)) {
+        tcache_put(c, tidx);
+        return;
+      }
     }
   }
   free_slow(p);
@@ -186,7 +209,8 @@ HP_EXPORT void *HP_API(calloc)(size_t n, size_t size) {
     return NULL;
   }
   vg_enter();
-  void *p = alloc_core(bytes);
+  /* like glibc, calloc takes memory from the arena, not the tcache */
+  void *p = alloc_core_no_cache(bytes);
   /* a chunk mapped on its own is fresh from the kernel, hence zero */
   if (p && !chunk_is_mmapped(mem2chunk(p))) memset(p, 0, bytes);
   vg_leave();
@@ -254,7 +278,7 @@ HP_EXPORT void *HP_API(realloc)(void *p, size_t n) {
   if (HP_UNLIKELY(hp_vg)) return realloc_valgrind(p, n);
   struct chunk *c = mem2chunk(p);
   check_pointer(c, chunksize(c), "realloc(): invalid pointer");
-  if (HP_UNLIKELY(request_out_of_range(n))) {
+  if (HP_UNLIKELY(hopeless(n))) {
     errno = ENOMEM;
     return NULL;
   }
@@ -284,7 +308,7 @@ static void *aligned_core(size_t alignment, size_t n) {
   }
   if (alignment < MINSIZE) alignment = MINSIZE;
   if (!is_pow2(alignment)) alignment = (size_t)1 << (64 - __builtin_clzll((unsigned long long)alignment));
-  if (request_out_of_range(n) || n > (size_t)PTRDIFF_MAX - alignment - MINSIZE) {
+  if (hopeless(n) || n > (size_t)PTRDIFF_MAX - alignment - MINSIZE) {
     errno = ENOMEM;
     return NULL;
   }

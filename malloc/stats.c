@@ -134,6 +134,9 @@ struct mallinfo hp_mallinfo(void) {
 
 void hp_malloc_stats(void) {
   hp_ensure_init();
+  /* not a cancellation point, as in glibc: print every line or none */
+  int cancel_state;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
   size_t system_total = 0, inuse_total = 0;
   int i = 0;
   for (struct arena *ar = &main_arena; ar; ar = next_arena(ar), i++) {
@@ -151,6 +154,7 @@ void hp_malloc_stats(void) {
   fprintf(stderr, "in use bytes     = %10u\n", (unsigned int)(inuse_total + mm));
   fprintf(stderr, "max mmap regions = %10u\n", (unsigned int)atomic_load(&mp.max_n_mmaps));
   fprintf(stderr, "max mmap bytes   = %10lu\n", (unsigned long)atomic_load(&mp.max_mmapped_mem));
+  pthread_setcancelstate(cancel_state, NULL);
 }
 
 static const char *kind_name(void) {

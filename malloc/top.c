@@ -15,9 +15,13 @@
 
 #include "internal.h"
 
-/* Initial reservation of a main-arena heap; it doubles as it grows.  */
-static const size_t MAIN_HEAP_RESERVE = (size_t)1 << 30;
-static const size_t MAIN_HEAP_MIN = (size_t)1 << 22;
+/* The main arena's first reservation; each later one (made when the heap
+   cannot be extended in place) is twice the one before, so a growing heap
+   takes few reservations while a small program holds little address space
+   (RLIMIT_AS counts reservations).  */
+static const size_t MAIN_HEAP_RESERVE = (size_t)64 << 20;
+static const size_t MAIN_HEAP_MAX_RESERVE = (size_t)64 << 30;
+static const size_t MAIN_HEAP_MIN = (size_t)1 << 20;
 
 static inline char *heap_end(const struct heap *h) { return h->reg.base + h->reg.committed; }
 static inline size_t arena_flag(const struct arena *ar) { return ar == &main_arena ? 0 : NON_MAIN_ARENA; }
@@ -35,6 +39,22 @@ static char *first_chunk_addr(struct heap *h, size_t hdr) {
   return (char *)align_up((uintptr_t)h + hdr, HP_ALIGN);
 }
 
+/* Reserve a main-arena heap of at least `min` bytes.  Three tries, so a
+   process at its address-space limit fails fast: the doubled size at the
+   placement's alignment; the same, aligned only to the page kind; then
+   just `min`.  */
+static int reserve_main(struct arena *ar, struct region *reg, size_t min, enum hp_region_kind kind) {
+  size_t len = MAIN_HEAP_RESERVE;
+  if (ar->heap && ar->heap->reg.reserved < MAIN_HEAP_MAX_RESERVE) len = 2 * ar->heap->reg.reserved;
+  while (len < min) len <<= 1;
+  size_t page_align = region_huge_page(kind);
+  size_t align = kind == HP_REGION_BASE ? mp.page : hp_placement.align;
+  if (region_reserve(reg, len, align, kind) == 0) return 0;
+  if (align > page_align && region_reserve(reg, len, page_align, kind) == 0) return 0;
+  size_t small = align_up(min < MAIN_HEAP_MIN ? MAIN_HEAP_MIN : min, page_align);
+  return small < len ? region_reserve(reg, small, page_align, kind) : -1;
+}
+
 /* Reserve and commit a new heap able to hold `need` bytes of chunks after
    a header of `hdr` bytes.  Returns the heap (its fields set, no chunks
    yet) or NULL.  */
@@ -44,23 +64,18 @@ static struct heap *heap_new(struct arena *ar, size_t hdr, size_t need, bool mai
   if (need > SIZE_MAX / 2) { errno = ENOMEM; return NULL; }
   enum hp_region_kind kind = region_kind_for_mode();
   if (main) {
-    size_t len = MAIN_HEAP_RESERVE;
-    while (len < need + overhead) len <<= 1;
-    size_t align = kind == HP_REGION_BASE ? mp.page : hp_placement.align;
-    while (region_reserve(&reg, len, align, kind) != 0) {
-      if (len <= MAIN_HEAP_MIN || len / 2 < need + overhead) return NULL;
-      len /= 2;
-    }
+    if (reserve_main(ar, &reg, need + overhead, kind) != 0) return NULL;
   } else {
     if (need + overhead > mp.heap_max) { errno = ENOMEM; return NULL; }
     if (region_reserve(&reg, mp.heap_max, mp.heap_max, kind) != 0) return NULL;
   }
-  if (region_commit(&reg, overhead + need) != 0) {
-    /* commit what the header needs at least; the caller may ask for less later */
-    if (region_commit(&reg, overhead) != 0) {
-      region_release(&reg);
-      return NULL;
-    }
+  if (region_commit(&reg, overhead + need) != 0 && region_commit(&reg, overhead) != 0) {
+    /* a dry hugetlb pool shows here: the region layer counted it and backs
+       off; try again with what it offers now (THP or base pages) */
+    enum hp_region_kind failed = reg.kind;
+    region_release(&reg);
+    if (failed != HP_REGION_HUGETLB) return NULL;
+    return heap_new(ar, hdr, need, main);
   }
   struct heap *h = (struct heap *)reg.base;
   h->ar = ar;
