@@ -98,8 +98,8 @@ static void *take_chunk(struct arena *ar, struct chunk *v, size_t size, size_t n
 
 /* Merge free chunk p (of size `size`, possibly preceded and followed by
    free chunks) with its neighbours and put the result in the unsorted bin
-   or into top.  Returns the size of the resulting chunk.  */
-static size_t coalesce(struct arena *ar, struct chunk *p, size_t size) {
+   or into top.  Returns the resulting chunk.  */
+static struct chunk *coalesce(struct arena *ar, struct chunk *p, size_t size) {
   struct chunk *next = chunk_at(p, size);
   size_t nextsize = chunksize(next);
   if (!prev_inuse(p)) {
@@ -125,7 +125,7 @@ static size_t coalesce(struct arena *ar, struct chunk *p, size_t size) {
     ar->top = p;
     if (ar->last_remainder == p) ar->last_remainder = NULL;
   }
-  return size;
+  return p;
 }
 
 void malloc_consolidate(struct arena *ar) {
@@ -151,8 +151,8 @@ static bool in_current_heap(const struct arena *ar, const struct chunk *p) {
 }
 
 /* Put in-use chunk p back: on a fastbin, or merged into the unsorted bin
-   or top.  Returns the size of the free chunk made (0 for a fastbin).  */
-static size_t free_into_bins(struct arena *ar, struct chunk *p) {
+   or top.  Returns the free chunk made (NULL for a fastbin).  */
+static struct chunk *free_into_bins(struct arena *ar, struct chunk *p) {
   size_t size = chunksize(p);
   struct chunk *next = chunk_at(p, size);
   if (size <= mp.max_fast) {
@@ -166,7 +166,7 @@ static size_t free_into_bins(struct arena *ar, struct chunk *p) {
     p->fd = protect_ptr(&p->fd, old);
     ar->fastbins[idx] = p;
     ar->have_fastchunks = true;
-    return 0;
+    return NULL;
   }
   if (p == ar->top) hp_fatal("double free or corruption (top)");
   if (in_current_heap(ar, p) && (char *)next >= (char *)ar->top + chunksize(ar->top))
@@ -182,7 +182,9 @@ static size_t free_into_bins(struct arena *ar, struct chunk *p) {
 void int_free_no_trim(struct arena *ar, struct chunk *p) { free_into_bins(ar, p); }
 
 void int_free_locked(struct arena *ar, struct chunk *p) {
-  if (free_into_bins(ar, p) >= FASTBIN_CONSOLIDATION_THRESHOLD) {
+  struct chunk *c = free_into_bins(ar, p);
+  if (c && chunksize(c) >= FASTBIN_CONSOLIDATION_THRESHOLD) {
+    if (c != ar->top) heap_release_drained(ar, c);
     if (ar->have_fastchunks) malloc_consolidate(ar);
     if (chunksize(ar->top) >= mp.trim_threshold) sys_trim(ar, mp.top_pad);
   }

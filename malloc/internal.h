@@ -201,6 +201,7 @@ HP_INTERNAL void arena_bins_init(struct arena *ar);
 /* ------------------------------------------------------------------ top.c */
 HP_INTERNAL void *sys_grow(struct arena *ar, size_t nb);
 HP_INTERNAL int sys_trim(struct arena *ar, size_t pad);
+HP_INTERNAL void heap_release_drained(struct arena *ar, struct chunk *c);
 HP_INTERNAL int heap_create_first(struct arena *ar, struct heap **out, size_t extra);
 HP_INTERNAL void heap_attach_arena_top(struct arena *ar, struct heap *h, char *first);
 

@@ -237,6 +237,35 @@ static bool release_empty_heap(struct arena *ar) {
   return true;
 }
 
+/* The sealed heap holding chunk c, and (in *newer) the heap whose prev it
+   is; NULL when c is in the current heap.  */
+static struct heap *sealed_heap_of(struct arena *ar, const struct chunk *c, struct heap **newer) {
+  struct heap *n = ar->heap;
+  for (struct heap *h = n->prev; h; n = h, h = h->prev) {
+    if ((const char *)c >= h->reg.base && (const char *)c < heap_end(h)) {
+      *newer = n;
+      return h;
+    }
+  }
+  return NULL;
+}
+
+/* Free chunk c (in a bin) may span a whole sealed heap: the program freed
+   everything that heap held.  Give the heap back to the system.  */
+void heap_release_drained(struct arena *ar, struct chunk *c) {
+  struct heap *newer;
+  struct heap *h = sealed_heap_of(ar, c, &newer);
+  if (!h || c != h->first || next_chunk(c) != h->fence) return;
+  if (h->prev == NULL && ar != &main_arena) return; /* holds the arena itself */
+  unlink_chunk(ar, c);
+  if (ar->last_remainder == c) ar->last_remainder = NULL;
+  newer->prev = h->prev;
+  account(ar, &h->reg, -(ptrdiff_t)h->reg.committed);
+  ar->n_heaps--;
+  struct region reg = h->reg; /* h lives inside the region */
+  region_release(&reg);
+}
+
 /* Release memory at the end of top beyond `pad` bytes, and heaps that are
    wholly free.  Returns 1 when something was released.  */
 int sys_trim(struct arena *ar, size_t pad) {
