@@ -440,3 +440,67 @@ Test(arena, fork_from_thread_arena) {
   cr_assert_eq(pthread_join(w, NULL), 0);
   check_all_arenas();
 }
+
+/* ================================================================ drained heaps */
+
+struct drain {
+  size_t heaps_full, heaps_after, freed;
+  bool middle_not_first, released_middle, contents_ok, all_allocated;
+};
+
+/* Fill three heaps of a thread arena with 1 MiB blocks, then free every
+   block of the middle (sealed) heap: that heap goes back to the system,
+   the arena stays consistent and the other blocks keep their contents.
+   (Criterion's asserts belong to the main thread: this one records.)  */
+static void *drain_thread(void *arg) {
+  struct drain *d = arg;
+  enum { N = 170 };
+  static char *p[N];
+  d->all_allocated = true;
+  for (size_t i = 0; i < N; i++) {
+    p[i] = hpt_malloc(MiB);
+    if (!p[i]) { d->all_allocated = false; return NULL; }
+    memset(p[i], (int)(i & 0xff), MiB);
+  }
+  struct arena *ar = hp_self.arena;
+  d->heaps_full = ar->n_heaps;
+  struct heap *middle = ar->heap->prev;
+  d->middle_not_first = middle && middle->prev;
+  if (!d->middle_not_first) return NULL;
+  /* the heap header goes away with the heap: copy its bounds first */
+  char *lo = middle->reg.base, *hi = middle->reg.base + middle->reg.committed;
+  for (size_t i = 0; i < N; i++) {
+    if (p[i] >= lo && p[i] < hi) {
+      hpt_free(p[i]);
+      p[i] = NULL;
+      d->freed++;
+    }
+  }
+  d->heaps_after = ar->n_heaps;
+  d->released_middle = ar->heap->prev != middle;
+  arena_lock(ar);
+  check_arena(ar);
+  arena_unlock(ar);
+  d->contents_ok = true;
+  for (size_t i = 0; i < N; i++) {
+    if (!p[i]) continue;
+    if ((unsigned char)p[i][0] != (unsigned char)(i & 0xff) || (unsigned char)p[i][MiB - 1] != (unsigned char)(i & 0xff))
+      d->contents_ok = false;
+    hpt_free(p[i]);
+  }
+  return NULL;
+}
+
+Test(arena, drained_sealed_heap_is_released) {
+  hp_ensure_init();
+  cr_assert_eq(hpt_mallopt(M_MMAP_THRESHOLD, 32 << 20), 1);
+  struct drain d = { 0 };
+  run_thread(drain_thread, &d);
+  cr_assert(d.all_allocated);
+  cr_assert(d.middle_not_first, "170 MiB fills three %zu MiB heaps (had %zu)", mp.heap_max >> 20, d.heaps_full);
+  cr_assert_gt(d.freed, 0);
+  cr_assert(d.released_middle, "the drained middle heap left the chain");
+  cr_assert_eq(d.heaps_after, d.heaps_full - 1);
+  cr_assert(d.contents_ok, "blocks in the other heaps kept their contents");
+  check_all_arenas();
+}
