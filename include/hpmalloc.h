@@ -51,7 +51,7 @@ int hpmalloc_check_heap(void);
    switching to THP, the heaps already in use are advised and what they
    hold is collapsed into huge pages (MADV_COLLAPSE, Linux 6.1+, best
    effort).  mallopt returns 1 on success, 0 for a value it cannot take.
-   glibc's mallopt returns 0 for it.  */
+   (glibc's mallopt ignores the parameter and returns 1.)  */
 #define HPMALLOC_M_HUGETLB (-201)
 
 /* Appliances that link hpmalloc statically and cannot set the environment

@@ -280,7 +280,7 @@ int hp_mallopt(int param, int value) {
     ok = set_mode(value);
     break;
   default:
-    ok = 0;
+    break; /* glibc 2.36 ignores an unknown parameter and returns 1 */
   }
   arena_unlock(&main_arena);
   return ok;

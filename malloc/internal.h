@@ -251,12 +251,18 @@ HP_INTERNAL int hp_stats(struct hpmalloc_stats *out, size_t size);
  * blocks the program has freed; error reporting is off while it does, and
  * the program's own accesses are checked as usual.  */
 #ifdef HP_HAVE_VALGRIND
+#include <valgrind/memcheck.h>
 #include <valgrind/valgrind.h>
 static inline void vg_enter(void) { if (HP_UNLIKELY(hp_vg)) VALGRIND_DISABLE_ERROR_REPORTING; }
 static inline void vg_leave(void) { if (HP_UNLIKELY(hp_vg)) VALGRIND_ENABLE_ERROR_REPORTING; }
+/* A value computed from metadata with reporting off may carry memcheck's
+   "undefined" shadow of the blocks around it; what hpmalloc hands to the
+   program (pointers, sizes, statistics) is real and defined.  */
+static inline void vg_define(void *v, size_t len) { if (HP_UNLIKELY(hp_vg)) VALGRIND_MAKE_MEM_DEFINED(v, len); }
 #else
 static inline void vg_enter(void) {}
 static inline void vg_leave(void) {}
+static inline void vg_define(void *v, size_t len) { (void)v; (void)len; }
 #endif
 
 /* ------------------------------------------------------------------ perturb */

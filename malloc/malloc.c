@@ -34,8 +34,11 @@ HP_EXPORT void free_aligned_sized(void *p, size_t alignment, size_t size);
 
 
 /* Tell memcheck about a new block of n bytes at p; the slack after it and
-   the next chunk's size field become inaccessible so overflows show.  */
-static void vg_alloc(void *p, size_t n, bool zeroed) {
+   the next chunk's size field become inaccessible so overflows show.
+   Takes the caller's pointer by address to define it.  */
+static void vg_alloc_at(void **pp, size_t n, bool zeroed) {
+  vg_define(pp, sizeof *pp);
+  void *p = *pp;
   if (HP_LIKELY(!hp_vg) || !p) return;
   struct chunk *c = mem2chunk(p);
   VALGRIND_DISABLE_ERROR_REPORTING;
@@ -49,13 +52,21 @@ static void vg_alloc(void *p, size_t n, bool zeroed) {
 static void vg_free(void *p) {
   if (HP_UNLIKELY(hp_vg)) VALGRIND_FREELIKE_BLOCK(p, 0);
 }
-static void vg_usable(void *p, size_t n) {
-  if (HP_UNLIKELY(hp_vg)) VALGRIND_MAKE_MEM_UNDEFINED(p, n);
+/* The program was told it may use *n bytes at p: open the slack after the
+   block it asked for (inaccessible since vg_alloc) as undefined memory,
+   leaving the bytes it wrote as they are.  */
+static void vg_usable(void *p, size_t *n) {
+  vg_define(n, sizeof *n);
+  if (HP_LIKELY(!hp_vg) || !*n) return;
+  VALGRIND_DISABLE_ERROR_REPORTING;
+  char *slack = (char *)VALGRIND_CHECK_MEM_IS_ADDRESSABLE(p, *n);
+  VALGRIND_ENABLE_ERROR_REPORTING;
+  if (slack) VALGRIND_MAKE_MEM_UNDEFINED(slack, (size_t)((char *)p + *n - slack));
 }
 #else
-static inline void vg_alloc(void *p, size_t n, bool zeroed) { (void)p; (void)n; (void)zeroed; }
+static inline void vg_alloc_at(void **pp, size_t n, bool zeroed) { (void)pp; (void)n; (void)zeroed; }
 static inline void vg_free(void *p) { (void)p; }
-static inline void vg_usable(void *p, size_t n) { (void)p; (void)n; }
+static inline void vg_usable(void *p, size_t *n) { (void)p; (void)n; }
 #endif
 
 /* ------------------------------------------------------------------ core paths */
@@ -114,7 +125,7 @@ static void *malloc_slow(size_t n) {
   void *p = alloc_core(n);
   if (p && !chunk_is_mmapped(mem2chunk(p))) perturb_alloc(p, n);
   vg_leave();
-  vg_alloc(p, n, false);
+  vg_alloc_at(&p, n, false);
   return p;
 }
 
@@ -214,7 +225,7 @@ HP_EXPORT void *HP_API(calloc)(size_t n, size_t size) {
   /* a chunk mapped on its own is fresh from the kernel, hence zero */
   if (p && !chunk_is_mmapped(mem2chunk(p))) memset(p, 0, bytes);
   vg_leave();
-  vg_alloc(p, bytes, true);
+  vg_alloc_at(&p, bytes, true);
   return p;
 }
 
@@ -255,10 +266,12 @@ static void *realloc_valgrind(void *p, size_t n) {
   check_pointer(c, chunksize(c), "realloc(): invalid pointer");
   void *q = alloc_core(n);
   vg_leave();
+  vg_define(&q, sizeof q);
   if (!q) return NULL;
-  vg_alloc(q, n, false);
+  vg_alloc_at(&q, n, false);
   vg_enter();
   size_t old = chunk_usable(c);
+  vg_define(&old, sizeof old);
   memcpy(q, p, old < n ? old : n);
   vg_leave();
   vg_free(p);
@@ -330,7 +343,7 @@ static void *aligned_entry(size_t alignment, size_t n) {
   void *p = aligned_core(alignment, n);
   if (p && !chunk_is_mmapped(mem2chunk(p))) perturb_alloc(p, n);
   vg_leave();
-  vg_alloc(p, n, false);
+  vg_alloc_at(&p, n, false);
   return p;
 }
 
@@ -369,7 +382,7 @@ HP_EXPORT size_t HP_API(malloc_usable_size)(void *p) {
   if (chunk_is_mmapped(c)) n = chunksize(c) - CHUNK_HDR;
   else n = inuse(c) ? chunksize(c) - SIZE_SZ : 0;
   vg_leave();
-  vg_usable(p, n);
+  vg_usable(p, &n);
   return n;
 }
 

@@ -59,6 +59,8 @@ static void collect(struct arena *ar, struct hp_arena_stats *st, struct bin_line
   st->heaps = ar->n_heaps;
   vg_leave();
   arena_unlock(ar);
+  vg_define(st, sizeof *st);
+  if (lines && nlines) vg_define(lines, *nlines * sizeof *lines);
 }
 
 void arena_collect(struct arena *ar, struct hp_arena_stats *st) { collect(ar, st, NULL, NULL); }
@@ -166,10 +168,7 @@ static const char *kind_name(void) {
 }
 
 int hp_malloc_info(int options, FILE *fp) {
-  if (options != 0) {
-    errno = EINVAL;
-    return -1;
-  }
+  if (options != 0) return EINVAL; /* as glibc 2.36: the value, errno untouched */
   hp_ensure_init();
   struct bin_line lines[NBINS + NFASTBINS];
   size_t total_nfast = 0, total_fast = 0, total_nblocks = 0, total_avail = 0;
