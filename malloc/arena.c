@@ -32,7 +32,6 @@ static pthread_key_t thread_key;
 /* glibc's stdio list lock and single-thread flag, when present.  */
 extern void _IO_list_lock(void) __attribute__((weak));
 extern void _IO_list_unlock(void) __attribute__((weak));
-extern char __libc_single_threaded __attribute__((weak));
 
 static inline void list_lock(void) { if (!hp_self.in_fork) pthread_mutex_lock(&hp_list_lock); }
 static inline void list_unlock(void) { if (!hp_self.in_fork) pthread_mutex_unlock(&hp_list_lock); }
@@ -182,12 +181,10 @@ static void thread_exit(void *arg) {
 
 /* ------------------------------------------------------------------ fork */
 
-static bool single_threaded(void) { return &__libc_single_threaded && __libc_single_threaded; }
-
 /* Whether this thread took the locks is in hp_self.in_fork: several
    threads may fork at once, each waiting its turn in _IO_list_lock.  */
 static void fork_prepare(void) {
-  if (single_threaded() || hp_initialized != 2) return;
+  if (hp_single_threaded() || hp_initialized != 2) return;
   if (_IO_list_lock) _IO_list_lock();
   pthread_mutex_lock(&hp_list_lock);
   struct arena *ar = &main_arena;

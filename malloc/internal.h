@@ -151,13 +151,21 @@ enum { HP_THREAD_NEW = 0, HP_THREAD_ACTIVE = 1, HP_THREAD_DONE = 2 };
 extern __thread struct hp_thread hp_self HP_INTERNAL __attribute__((tls_model("initial-exec")));
 extern size_t hp_tc_max_request HP_INTERNAL;   /* largest request the tcache serves; 0 before init */
 
-/* While a thread forks it holds every lock; a malloc from an atfork
-   handler of that thread must then not take them again.  */
+/* glibc's flag: true until the process creates its first thread (and
+   again in a fork child).  Only the one thread can change it, and never
+   inside an allocator call, so a lock skipped on entry is skipped on exit.  */
+extern char __libc_single_threaded __attribute__((weak));
+static inline bool hp_single_threaded(void) { return &__libc_single_threaded && __libc_single_threaded; }
+
+/* No locking while the process has one thread (as glibc); and while a
+   thread forks it holds every lock, so a malloc from an atfork handler of
+   that thread must not take them again.  */
+static inline bool arena_needs_lock(void) { return !hp_single_threaded() && !hp_self.in_fork; }
 static inline void arena_lock(struct arena *ar) {
-  if (HP_LIKELY(!hp_self.in_fork)) pthread_mutex_lock(&ar->lock);
+  if (arena_needs_lock()) pthread_mutex_lock(&ar->lock);
 }
 static inline void arena_unlock(struct arena *ar) {
-  if (HP_LIKELY(!hp_self.in_fork)) pthread_mutex_unlock(&ar->lock);
+  if (arena_needs_lock()) pthread_mutex_unlock(&ar->lock);
 }
 
 static inline size_t csize2tidx(size_t csz) { return (csz - MINSIZE) / HP_ALIGN; }

@@ -121,6 +121,15 @@ static void *alloc_core(size_t n) {
 }
 
 static void *malloc_slow(size_t n) {
+  /* the common case: an initialised thread whose cache had nothing (malloc
+     looked already) goes straight to its arena */
+  if (HP_LIKELY(!hp_vg && hp_self.state == HP_THREAD_ACTIVE && !hopeless(n) &&
+                atomic_load_explicit(&hp_initialized, memory_order_relaxed) == 2)) {
+    void *p = (n <= hp_tc_max_request || csize2tidx(request2size(n)) >= mp.tcache_bins) ? alloc_from_arena(n)
+                                                                                        : alloc_core(n);
+    if (p && HP_UNLIKELY(mp.perturb) && !chunk_is_mmapped(mem2chunk(p))) perturb_alloc(p, n);
+    return p;
+  }
   vg_enter();
   void *p = alloc_core(n);
   if (p && !chunk_is_mmapped(mem2chunk(p))) perturb_alloc(p, n);
@@ -154,8 +163,8 @@ static inline void check_pointer(const struct chunk *c, size_t size, const char 
   if (HP_UNLIKELY((uintptr_t)c > (uintptr_t)-size || !aligned_ok((uintptr_t)chunk2mem(c)))) hp_fatal(msg);
 }
 
+/* errno is kept by the layers below (region.c saves it around the kernel).  */
 static void free_slow(void *p) {
-  int saved = errno;
   hp_ensure_init();
   struct chunk *c = mem2chunk(p);
   vg_enter();
@@ -165,7 +174,6 @@ static void free_slow(void *p) {
   vg_enter();
   free_core(c);
   vg_leave();
-  errno = saved;
 }
 
 /* ------------------------------------------------------------------ malloc, free */
@@ -185,18 +193,22 @@ HP_EXPORT void HP_API(free)(void *p) {
   if (HP_LIKELY(hp_self.limit != 0)) {
     struct chunk *c = mem2chunk(p);
     size_t head = c->size;
-    size_t size = head & ~(size_t)SIZE_BITS;
-    size_t tidx = (size - MINSIZE) / HP_ALIGN; /* huge when size < MINSIZE: fails the bound */
-    if (HP_LIKELY(!(head & IS_MMAPPED) && tidx < mp.tcache_bins)) {
+    if (HP_LIKELY(!(head & IS_MMAPPED))) {
+      size_t size = head & ~(size_t)SIZE_BITS;
       check_pointer(c, size, "free(): invalid pointer");
-      if (HP_UNLIKELY(size & HP_ALIGN_MASK)) hp_fatal("free(): invalid size");
-      /* a cached chunk carries the key, whether or not this bin has room */
-      struct tc_entry *e = (struct tc_entry *)p;
-      if (HP_UNLIKELY(e->key == hp_tcache_key)) tcache_double_free_scan(e, tidx);
-      if (HP_LIKELY(hp_self.counts[tidx] < hp_self.limit)) {
-        tcache_put(c, tidx);
-        return;
+      if (HP_UNLIKELY(size < MINSIZE || (size & HP_ALIGN_MASK))) hp_fatal("free(): invalid size");
+      size_t tidx = csize2tidx(size);
+      if (HP_LIKELY(tidx < mp.tcache_bins)) {
+        /* a cached chunk carries the key, whether or not this bin has room */
+        struct tc_entry *e = (struct tc_entry *)p;
+        if (HP_UNLIKELY(e->key == hp_tcache_key)) tcache_double_free_scan(e, tidx);
+        if (HP_LIKELY(hp_self.counts[tidx] < hp_self.limit)) {
+          tcache_put(c, tidx);
+          return;
+        }
       }
+      int_free(arena_for_chunk(c), c);
+      return;
     }
   }
   free_slow(p);
