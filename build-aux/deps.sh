@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Install what hpmalloc's build and tests need, from Debian's packages.
 #   deps.sh check   install what is missing (as root), else print the command
+#   deps.sh demo    what make demo needs
 #   deps.sh bench   the same for the benchmark contenders
 #   deps.sh cross   the same for cross compilers and qemu-user
 set -u
 what=${1:-check}
 case "$what" in
   check) pkgs="gcc make libcriterion-dev valgrind glibc-source xz-utils python3 perl coreutils" ;;
+  demo) pkgs="gcc make" ;;
   bench) pkgs="libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev 7zip xz-utils hyperfine" ;;
   cross) pkgs="gcc-powerpc64le-linux-gnu gcc-powerpc64-linux-gnu gcc-aarch64-linux-gnu qemu-user libc6-dev-ppc64el-cross libc6-dev-ppc64-cross libc6-dev-arm64-cross" ;;
-  *) echo "usage: deps.sh check|bench|cross" >&2; exit 2 ;;
+  *) echo "usage: deps.sh check|demo|bench|cross" >&2; exit 2 ;;
 esac
 missing=()
 for p in $pkgs; do

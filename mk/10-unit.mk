@@ -8,7 +8,11 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(LIB_TEST)
 	$(CC) $(TEST_CFLAGS) -Itests/unit -o $@ $< $(LIB_TEST) -lcriterion -lpthread
 
 .PHONY: check-unit
+# Run every unit test in each huge-page mode (the test build reads
+# GLIBC_TUNABLES as the library does).
 check-unit: $(UNIT_BINS)
-	@rc=0; for t in $(UNIT_BINS); do echo "--- $$t"; HPMALLOC_TEST_FIXTURES=$(CURDIR)/tests/fixtures $$t --jobs=2 || rc=1; done; exit $$rc
+	@rc=0; for m in 0 1 2; do for t in $(UNIT_BINS); do echo "--- $$t (glibc.malloc.hugetlb=$$m)"; \
+	  GLIBC_TUNABLES=glibc.malloc.hugetlb=$$m HPMALLOC_TEST_FIXTURES=$(CURDIR)/tests/fixtures $$t --jobs=2 || rc=1; \
+	  done; done; exit $$rc
 
 CHECK_TARGETS += check-unit

@@ -6,7 +6,9 @@ $(DEMO_BIN): bench/demo/tlbdemo.c
 	$(CC) -O2 -g -Wall -Wextra -o $@ $< -lpthread
 
 .PHONY: demo
-demo: $(LIB_SO) $(DEMO_BIN)
+demo:
+	@bash build-aux/deps.sh demo
+	@$(MAKE) --no-print-directory $(LIB_SO) $(DEMO_BIN)
 	@BUILD=$(BUILD) bash bench/demo/run-demo.sh
 
 # make bench-tlb: the issue's comparison: a 2.8 GB heap of 100-byte objects

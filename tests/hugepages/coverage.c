@@ -5,6 +5,8 @@
  *                                (0 = by the main thread itself)
  *   coverage large MiB           3 MiB blocks from the main thread
  *   coverage grow MiB            a 1 MiB block realloc'd up to MiB
+ *   coverage place 0             where the main heap starts: prints
+ *                                heap_start=0x... gib_aligned=0|1
  *   coverage switch MiB          100-byte objects built in the mode the
  *                                environment gives, then
  *                                mallopt(HPMALLOC_M_HUGETLB, 1)
@@ -80,6 +82,22 @@ int main(int argc, char **argv) {
     return 2;
   }
   size_t mib = strtoul(argv[2], NULL, 10);
+  if (strcmp(argv[1], "place") == 0) {
+    char *p = malloc(100);
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    unsigned long lo, hi, start = 0;
+    /* the heap's first mapping: the one holding p, extended down over
+       adjacent mappings (a reservation may be split by protection) */
+    while (f && fgets(line, sizeof line, f)) {
+      if (sscanf(line, "%lx-%lx", &lo, &hi) != 2) continue;
+      if ((unsigned long)p >= lo && (unsigned long)p < hi) start = lo;
+    }
+    if (f) fclose(f);
+    printf("heap_start=0x%lx gib_aligned=%d\n", start, start && (start & ((1ul << 30) - 1)) == 0);
+    free(p);
+    return 0;
+  }
   struct snap before = snap();
   if (strcmp(argv[1], "small") == 0) {
     int t = argc > 3 ? atoi(argv[3]) : 0;

@@ -42,6 +42,17 @@ case "$thp" in
   *) skp "mode 1: THP is '$thp' here (needs madvise or always)" ;;
 esac
 
+# x86_64 places heaps on 1 GiB boundaries in huge-page modes (sysdeps/x86_64)
+if [ "$(uname -m)" = x86_64 ]; then
+  for m in 1 2; do
+    out=$(run $m place 0)
+    if [ "$(field gib_aligned "$out")" = 1 ]; then ok "hugetlb=$m: the main heap starts on a 1 GiB boundary: $out"
+    else bad "hugetlb=$m: the main heap is not 1 GiB aligned: $out"; fi
+  done
+else
+  skp "1 GiB heap alignment: x86_64 only (this is $(uname -m))"
+fi
+
 hsz_kb=$(awk '/^Hugepagesize:/ {print $2}' /proc/meminfo)
 pool=/proc/sys/vm/nr_hugepages
 if [ "$(id -u)" != 0 ] || [ ! -w "$pool" ] || [ -z "$hsz_kb" ]; then
