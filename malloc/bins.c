@@ -191,9 +191,9 @@ void int_free_locked(struct arena *ar, struct chunk *p) {
 }
 
 void int_free(struct arena *ar, struct chunk *p) {
-  arena_lock(ar);
+  bool lk = arena_lock_if_needed(ar);
   int_free_locked(ar, p);
-  arena_unlock(ar);
+  arena_unlock_if(ar, lk);
 }
 
 /* ------------------------------------------------------------------ malloc */

@@ -167,6 +167,15 @@ static inline void arena_lock(struct arena *ar) {
 static inline void arena_unlock(struct arena *ar) {
   if (arena_needs_lock()) pthread_mutex_unlock(&ar->lock);
 }
+/* The same for hot paths: decide once, pass the answer to the unlock.  */
+static inline bool arena_lock_if_needed(struct arena *ar) {
+  bool lk = arena_needs_lock();
+  if (lk) pthread_mutex_lock(&ar->lock);
+  return lk;
+}
+static inline void arena_unlock_if(struct arena *ar, bool lk) {
+  if (lk) pthread_mutex_unlock(&ar->lock);
+}
 
 static inline size_t csize2tidx(size_t csz) { return (csz - MINSIZE) / HP_ALIGN; }
 static inline size_t tidx2usize(size_t i) { return i * HP_ALIGN + MINSIZE - SIZE_SZ; }

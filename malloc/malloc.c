@@ -73,9 +73,9 @@ static inline void vg_usable(void *p, size_t *n) { (void)p; (void)n; }
 
 static void *arena_alloc(size_t n) {
   struct arena *ar = arena_get(n);
-  arena_lock(ar);
+  bool lk = arena_lock_if_needed(ar);
   void *p = int_malloc(ar, n);
-  arena_unlock(ar);
+  arena_unlock_if(ar, lk);
   if (!p && (ar = arena_retry(ar, n)) != NULL) {
     arena_lock(ar);
     p = int_malloc(ar, n);
