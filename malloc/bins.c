@@ -19,6 +19,7 @@
 #include "internal.h"
 
 static inline size_t arena_flag(const struct arena *ar) { return ar == &main_arena ? 0 : NON_MAIN_ARENA; }
+static inline bool have_fast(struct arena *ar) { return __atomic_load_n(&ar->have_fastchunks, __ATOMIC_RELAXED); }
 static inline struct chunk *unsorted(struct arena *ar) { return bin_at(ar, UNSORTED_BIN); }
 
 static inline void mark_bin(struct arena *ar, unsigned i) { ar->binmap[i >> BINMAP_SHIFT] |= 1u << (i & (BITSPERMAP - 1)); }
@@ -129,10 +130,9 @@ static struct chunk *coalesce(struct arena *ar, struct chunk *p, size_t size) {
 }
 
 void malloc_consolidate(struct arena *ar) {
-  ar->have_fastchunks = false;
+  __atomic_store_n(&ar->have_fastchunks, false, __ATOMIC_RELAXED);
   for (unsigned i = 0; i < NFASTBINS; i++) {
-    struct chunk *p = ar->fastbins[i];
-    ar->fastbins[i] = NULL;
+    struct chunk *p = __atomic_exchange_n(&ar->fastbins[i], NULL, __ATOMIC_ACQUIRE);
     while (p) {
       if (!aligned_ok((uintptr_t)chunk2mem(p))) hp_fatal("malloc_consolidate(): unaligned fastbin chunk detected");
       if (fastbin_index(chunksize(p)) != i) hp_fatal("malloc_consolidate(): invalid chunk size");
@@ -150,22 +150,46 @@ static bool in_current_heap(const struct arena *ar, const struct chunk *p) {
   return h && (const char *)p >= h->reg.base && (const char *)p < h->reg.base + h->reg.committed;
 }
 
+/* Push p (of size <= max_fast) on its fastbin.  Needs no lock, as in
+   glibc: pushes are lock-free (compare and swap), pops happen only under
+   the arena lock, so a popped chunk cannot come back during a pop (no
+   ABA).  The next-size check reads a neighbour that may be changing under
+   another thread's free; glibc accepts the same race.  */
+void fastbin_push(struct arena *ar, struct chunk *p) {
+  size_t size = chunksize(p);
+  struct chunk *next = chunk_at(p, size);
+  /* the raw size field: a fencepost (16 | PREV_INUSE) passes */
+  if (next->size <= CHUNK_HDR || chunksize(next) >= ar->system_mem) hp_fatal("free(): invalid next size (fast)");
+  perturb_free(chunk2mem(p), size - CHUNK_HDR);
+  unsigned idx = fastbin_index(size);
+  struct chunk *old = __atomic_load_n(&ar->fastbins[idx], __ATOMIC_RELAXED);
+  do {
+    if (old == p) hp_fatal("double free or corruption (fasttop)");
+    p->fd = protect_ptr(&p->fd, old);
+  } while (!__atomic_compare_exchange_n(&ar->fastbins[idx], &old, p, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+  if (old && fastbin_index(chunksize(old)) != idx) hp_fatal("invalid fastbin entry (free)");
+  if (!__atomic_load_n(&ar->have_fastchunks, __ATOMIC_RELAXED)) __atomic_store_n(&ar->have_fastchunks, true, __ATOMIC_RELAXED);
+}
+
+/* Pop the head of fastbin idx (arena lock held).  */
+static struct chunk *fastbin_pop(struct arena *ar, unsigned idx, const char *unaligned_msg) {
+  struct chunk *v = __atomic_load_n(&ar->fastbins[idx], __ATOMIC_ACQUIRE);
+  struct chunk *next;
+  do {
+    if (!v) return NULL;
+    if (!aligned_ok((uintptr_t)chunk2mem(v))) hp_fatal(unaligned_msg);
+    next = reveal_ptr(&v->fd, v->fd);
+  } while (!__atomic_compare_exchange_n(&ar->fastbins[idx], &v, next, true, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE));
+  return v;
+}
+
 /* Put in-use chunk p back: on a fastbin, or merged into the unsorted bin
    or top.  Returns the free chunk made (NULL for a fastbin).  */
 static struct chunk *free_into_bins(struct arena *ar, struct chunk *p) {
   size_t size = chunksize(p);
   struct chunk *next = chunk_at(p, size);
   if (size <= mp.max_fast) {
-    /* the raw size field: a fencepost (16 | PREV_INUSE) passes */
-    if (next->size <= CHUNK_HDR || chunksize(next) >= ar->system_mem) hp_fatal("free(): invalid next size (fast)");
-    perturb_free(chunk2mem(p), size - CHUNK_HDR);
-    unsigned idx = fastbin_index(size);
-    struct chunk *old = ar->fastbins[idx];
-    if (old == p) hp_fatal("double free or corruption (fasttop)");
-    if (old && fastbin_index(chunksize(old)) != idx) hp_fatal("invalid fastbin entry (free)");
-    p->fd = protect_ptr(&p->fd, old);
-    ar->fastbins[idx] = p;
-    ar->have_fastchunks = true;
+    fastbin_push(ar, p);
     return NULL;
   }
   if (p == ar->top) hp_fatal("double free or corruption (top)");
@@ -185,7 +209,7 @@ void int_free_locked(struct arena *ar, struct chunk *p) {
   struct chunk *c = free_into_bins(ar, p);
   if (c && chunksize(c) >= FASTBIN_CONSOLIDATION_THRESHOLD) {
     if (c != ar->top) heap_release_drained(ar, c);
-    if (ar->have_fastchunks) malloc_consolidate(ar);
+    if (have_fast(ar)) malloc_consolidate(ar);
     if (chunksize(ar->top) >= mp.trim_threshold) sys_trim(ar, mp.top_pad);
   }
 }
@@ -204,19 +228,15 @@ static void stash_fast(struct arena *ar, unsigned idx, size_t nb) {
   size_t tidx = csize2tidx(nb);
   if (tidx >= mp.tcache_bins) return;
   struct chunk *c;
-  while (hp_self.counts[tidx] < hp_self.limit && (c = ar->fastbins[idx]) != NULL) {
-    if (!aligned_ok((uintptr_t)chunk2mem(c))) hp_fatal("malloc(): unaligned fastbin chunk detected 3");
-    ar->fastbins[idx] = reveal_ptr(&c->fd, c->fd);
+  while (hp_self.counts[tidx] < hp_self.limit &&
+         (c = fastbin_pop(ar, idx, "malloc(): unaligned fastbin chunk detected 3")) != NULL)
     tcache_put(c, tidx);
-  }
 }
 
 static void *from_fastbin(struct arena *ar, size_t nb) {
   unsigned idx = fastbin_index(nb);
-  struct chunk *v = ar->fastbins[idx];
+  struct chunk *v = fastbin_pop(ar, idx, "malloc(): unaligned fastbin chunk detected 2");
   if (!v) return NULL;
-  if (!aligned_ok((uintptr_t)chunk2mem(v))) hp_fatal("malloc(): unaligned fastbin chunk detected 2");
-  ar->fastbins[idx] = reveal_ptr(&v->fd, v->fd);
   if (fastbin_index(chunksize(v)) != idx) hp_fatal("malloc(): memory corruption (fast)");
   stash_fast(ar, idx, nb);
   return chunk2mem(v);
@@ -408,7 +428,7 @@ void *int_malloc(struct arena *ar, size_t bytes) {
   if (nb <= mp.max_fast && (m = from_fastbin(ar, nb)) != NULL) return m;
   if (in_smallbin_range(nb)) {
     if ((m = from_smallbin(ar, nb)) != NULL) return m;
-  } else if (ar->have_fastchunks) {
+  } else if (have_fast(ar)) {
     malloc_consolidate(ar);
   }
   for (;;) {
@@ -417,7 +437,7 @@ void *int_malloc(struct arena *ar, size_t bytes) {
     if (!in_smallbin_range(nb) && (m = from_largebin(ar, nb)) != NULL) return m;
     if ((m = from_binmap(ar, nb)) != NULL) return m;
     if ((m = from_top(ar, nb)) != NULL) return m;
-    if (!ar->have_fastchunks) return sys_grow(ar, nb);
+    if (!have_fast(ar)) return sys_grow(ar, nb);
     malloc_consolidate(ar);
   }
 }

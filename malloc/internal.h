@@ -63,12 +63,12 @@ struct heap {
 struct arena {
   pthread_mutex_t lock;
   /* Everything below is guarded by lock.  */
-  struct chunk *fastbins[NFASTBINS];
+  struct chunk *fastbins[NFASTBINS]; /* pushed without the lock (atomics), popped with it */
   struct chunk *top;
   struct chunk *last_remainder;
   struct chunk bins[NBINS];          /* bin headers: only fd and bk are used */
   unsigned binmap[BINMAPSIZE];
-  bool have_fastchunks;
+  bool have_fastchunks;               /* set without the lock, cleared with it (atomics) */
   struct heap *heap;                 /* current heap (holds top) */
   size_t system_mem;                 /* committed bytes in this arena's heaps */
   size_t max_system_mem;
@@ -209,6 +209,7 @@ HP_INTERNAL void *int_malloc(struct arena *ar, size_t bytes);
 HP_INTERNAL void int_free(struct arena *ar, struct chunk *c);
 HP_INTERNAL void int_free_locked(struct arena *ar, struct chunk *c);
 HP_INTERNAL void int_free_no_trim(struct arena *ar, struct chunk *c);
+HP_INTERNAL void fastbin_push(struct arena *ar, struct chunk *p);
 HP_INTERNAL void malloc_consolidate(struct arena *ar);
 HP_INTERNAL void *int_realloc(struct arena *ar, struct chunk *old, size_t oldsize, size_t nb);
 HP_INTERNAL void *int_memalign(struct arena *ar, size_t alignment, size_t bytes);

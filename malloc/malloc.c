@@ -207,7 +207,8 @@ HP_EXPORT void HP_API(free)(void *p) {
           return;
         }
       }
-      int_free(arena_for_chunk(c), c);
+      if (size <= mp.max_fast) fastbin_push(arena_for_chunk(c), c); /* no lock */
+      else int_free(arena_for_chunk(c), c);
       return;
     }
   }
