@@ -163,11 +163,19 @@ void fastbin_push(struct arena *ar, struct chunk *p) {
   perturb_free(chunk2mem(p), size - CHUNK_HDR);
   unsigned idx = fastbin_index(size);
   struct chunk *old = __atomic_load_n(&ar->fastbins[idx], __ATOMIC_RELAXED);
-  do {
+  if (hp_single_threaded()) { /* nobody to race with: no locked instruction */
     if (old == p) hp_fatal("double free or corruption (fasttop)");
+    /* old may be dereferenced only when no other thread can pop and
+       reuse it meanwhile (glibc checks it only with the lock held) */
+    if (old && fastbin_index(chunksize(old)) != idx) hp_fatal("invalid fastbin entry (free)");
     p->fd = protect_ptr(&p->fd, old);
-  } while (!__atomic_compare_exchange_n(&ar->fastbins[idx], &old, p, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
-  if (old && fastbin_index(chunksize(old)) != idx) hp_fatal("invalid fastbin entry (free)");
+    ar->fastbins[idx] = p;
+  } else {
+    do {
+      if (old == p) hp_fatal("double free or corruption (fasttop)");
+      p->fd = protect_ptr(&p->fd, old);
+    } while (!__atomic_compare_exchange_n(&ar->fastbins[idx], &old, p, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+  }
   if (!__atomic_load_n(&ar->have_fastchunks, __ATOMIC_RELAXED)) __atomic_store_n(&ar->have_fastchunks, true, __ATOMIC_RELAXED);
 }
 
@@ -175,6 +183,12 @@ void fastbin_push(struct arena *ar, struct chunk *p) {
 static struct chunk *fastbin_pop(struct arena *ar, unsigned idx, const char *unaligned_msg) {
   struct chunk *v = __atomic_load_n(&ar->fastbins[idx], __ATOMIC_ACQUIRE);
   struct chunk *next;
+  if (hp_single_threaded()) {
+    if (!v) return NULL;
+    if (!aligned_ok((uintptr_t)chunk2mem(v))) hp_fatal(unaligned_msg);
+    ar->fastbins[idx] = reveal_ptr(&v->fd, v->fd);
+    return v;
+  }
   do {
     if (!v) return NULL;
     if (!aligned_ok((uintptr_t)chunk2mem(v))) hp_fatal(unaligned_msg);
