@@ -26,6 +26,7 @@ struct hp_kernel_ops {
   int (*protect)(void *addr, size_t len, enum hp_prot prot);
   int (*advise)(void *addr, size_t len, enum hp_advice adv);
   void *(*remap)(void *old, size_t oldlen, size_t newlen, int may_move);
+  int (*resident)(void *addr, size_t len);
 };
 extern struct hp_kernel_ops hp_kernel HP_INTERNAL;
 

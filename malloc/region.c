@@ -26,6 +26,7 @@ struct hp_kernel_ops hp_kernel = {
   .protect = hp_os_protect,
   .advise = hp_os_advise,
   .remap = hp_os_remap,
+  .resident = hp_os_resident,
 };
 
 /* After a hugetlb failure, skip hugetlb for this many reservations before
@@ -147,7 +148,10 @@ int region_extend(struct region *r, size_t more) {
    `committed` stays exact if the pool runs dry midway.  */
 static int commit_hugetlb(struct region *r, size_t from, size_t to) {
   for (size_t off = from; off < to; off += r->page) {
-    if (hp_kernel.advise(r->base + off, r->page, HP_ADV_POPULATE_WRITE) != 0) {
+    /* a populate that claims success but left the page absent (emulators)
+       counts as a failure: touching it could raise SIGBUS */
+    if (hp_kernel.advise(r->base + off, r->page, HP_ADV_POPULATE_WRITE) != 0 ||
+        hp_kernel.resident(r->base + off, r->page) == 0) {
       r->committed = off;
       note_hugetlb_failure();
       return -1;

@@ -54,7 +54,7 @@ cross_one = $(if $(cross_triplet_$(1)),\
     VALGRIND_CFLAGS= CROSS_ARCH=$(1) cross-run,\
   { echo "check-cross: unknown ARCH '$(1)' (one of: $(CROSS_ARCHS))" >&2; false; })
 
-.PHONY: check-cross cross-run cross-smoke
+.PHONY: check-cross cross-run cross-smoke cross-heap
 check-cross:
 	@bash build-aux/deps.sh cross
 	@rc=0; $(foreach a,$(CROSS_SELECTED),$(call cross_one,$(a)) || rc=1;) \
@@ -85,10 +85,29 @@ cross-run: $(CROSS_BIN)/cross_placement
 	done
 ifneq (,$(CROSS_HAVE_CORE))
 	@$(MAKE) --no-print-directory cross-smoke
+	@$(if $(cross_heap_fixture_$(CROSS_ARCH)),$(MAKE) --no-print-directory cross-heap,true)
 else
 	@echo "--- $(CROSS_ARCH): API smoke test skipped: the allocator's entry points" \
 	  "(malloc/malloc.c, $(VERSION_SCRIPT)) do not exist yet"
 endif
+
+# The allocator's heap on the POWER9 hash fixture: at or above 1 TiB.
+$(CROSS_BIN)/cross_heap: tests/cross/cross_heap.c $(LIB_TEST)
+	@mkdir -p $(dir $@)
+	$(CC) $(TEST_CFLAGS) -o $@ $< $(LIB_TEST) -lpthread
+
+cross_heap_fixture_ppc64le := power9-hash
+cross_heap_fixture_ppc64   := power9-hash
+cross_heap_floor_ppc64le   := 10000000000
+cross_heap_floor_ppc64     := 10000000000
+
+cross-heap: $(CROSS_BIN)/cross_heap
+	@for p in $(cross_pages_$(CROSS_ARCH)); do for mode in 0 1 2; do \
+	  opt=; [ $$p = default ] || opt="-p $$p"; \
+	  echo "--- $(CROSS_ARCH): $(CROSS_QEMU) $$opt cross_heap on $(cross_heap_fixture_$(CROSS_ARCH)), glibc.malloc.hugetlb=$$mode"; \
+	  $(CROSS_QEMU) $$opt -E HPMALLOC_TEST_SYSROOT=$(CURDIR)/tests/fixtures/$(cross_heap_fixture_$(CROSS_ARCH)) \
+	    -E GLIBC_TUNABLES=glibc.malloc.hugetlb=$$mode $(CROSS_BIN)/cross_heap $(cross_heap_floor_$(CROSS_ARCH)) || exit 1; \
+	done; done
 
 cross-smoke: $(LIB_SO) $(CROSS_BIN)/cross_smoke
 	@for p in $(cross_pages_$(CROSS_ARCH)); do for mode in 0 1 2; do \

@@ -58,6 +58,12 @@ enum hp_advice {
    (EINVAL when the kernel or system does not know the advice).  */
 int hp_os_advise(void *addr, size_t len, enum hp_advice adv);
 
+/* Whether every page of [addr, addr+len) is resident (mincore): 1 yes,
+   0 no, -1 cannot tell.  Used to confirm that a hugetlb populate really
+   happened (emulators such as qemu-user accept MADV_POPULATE_WRITE and do
+   nothing, and the first touch would then raise SIGBUS on a dry pool).  */
+int hp_os_resident(void *addr, size_t len);
+
 /* Resize a mapping, in place only (may_move == 0) or moving it if needed.
    Returns the (possibly new) address or NULL with errno.  The generic
    implementation always fails with ENOSYS.  */

@@ -55,6 +55,7 @@ static struct {
   int populate_ok;            /* POPULATE_WRITE calls that succeed; -1 = all */
   bool dontneed_fails;
   bool protect_fails;
+  bool populate_is_noop;      /* POPULATE_WRITE "succeeds" but leaves pages absent (qemu-user) */
 } fk;
 
 static const uintptr_t FAIL_MAP = 1;
@@ -137,6 +138,11 @@ static int fake_advise(void *addr, size_t len, enum hp_advice adv) {
   return fk.real ? hp_os_advise(addr, len, adv) : 0;
 }
 
+static int fake_resident(void *addr, size_t len) {
+  if (fk.populate_is_noop) return 0;
+  return fk.real ? hp_os_resident(addr, len) : 1;
+}
+
 static void *fake_remap(void *old, size_t oldlen, size_t newlen, int may_move) {
   record(OP_REMAP, old, newlen, may_move);
   return fk.real ? hp_os_remap(old, oldlen, newlen, may_move) : NULL;
@@ -150,7 +156,7 @@ static void fake_kernel(int mode, size_t thp, size_t hugetlb) {
   fk.bump = FAKE_BASE;
   fk.populate_ok = -1;
   fk.hugetlb_ok = -1;
-  hp_kernel = (struct hp_kernel_ops){ fake_map, fake_unmap, fake_protect, fake_advise, fake_remap };
+  hp_kernel = (struct hp_kernel_ops){ fake_map, fake_unmap, fake_protect, fake_advise, fake_remap, fake_resident };
   mp.page = 4096;
   mp.hugetlb_mode = mode;
   mp.thp_size = thp;
@@ -293,6 +299,19 @@ Test(region, hugetlb_reserve_uses_map_hugetlb) {
   cr_assert_eq(region_commit(&r, 4 * MiB), 0);
   cr_assert_eq(count_calls(OP_ADVISE, HP_ADV_POPULATE_WRITE), 2, "each huge page populated");
   cr_assert_eq(atomic_load(&mp.fallbacks_hugetlb), 0);
+}
+
+/* qemu-user accepts MADV_POPULATE_WRITE and does nothing: a page that is
+   still absent afterwards is a failed commit (touching it could SIGBUS). */
+Test(region, hugetlb_populate_that_leaves_pages_absent_fails) {
+  fake_kernel(2, 2 * MiB, 2 * MiB);
+  fk.populate_is_noop = true;
+  struct region r;
+  cr_assert_eq(region_reserve(&r, 4 * MiB, 0, HP_REGION_HUGETLB), 0);
+  cr_assert_eq(r.kind, HP_REGION_HUGETLB);
+  cr_assert_neq(region_commit(&r, 2 * MiB), 0, "an absent page is not committed");
+  cr_assert_eq(r.committed, 0);
+  cr_assert_eq(atomic_load(&mp.fallbacks_hugetlb), 1, "counted as a hugetlb fallback");
 }
 
 Test(region, hugetlb_enomem_first_call_uses_thp) {

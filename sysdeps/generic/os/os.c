@@ -225,3 +225,11 @@ hp_sys_probe (struct hp_sysinfo *si)
 {
   hp_sys_probe_root (si, "", 0);
 }
+
+int
+hp_os_resident (void *addr, size_t len)
+{
+  (void) addr;
+  (void) len;
+  return -1;
+}

@@ -327,3 +327,19 @@ hp_os_abort (void)
   raise (SIGABRT);
   _exit (127);
 }
+
+int
+hp_os_resident (void *addr, size_t len)
+{
+  /* one status byte per base page; look at the first and the last page,
+     enough for a single huge page (all or nothing) */
+  unsigned char vec[1];
+  size_t page = hp_os_page_size ();
+  if (mincore (addr, page, vec) != 0)
+    return -1;
+  if (!(vec[0] & 1))
+    return 0;
+  if (len > page && mincore ((char *) addr + len - page, page, vec) != 0)
+    return -1;
+  return len <= page || (vec[0] & 1);
+}
