@@ -114,8 +114,6 @@ struct mallinfo2 hp_mallinfo2(void) {
   return mi;
 }
 
-static int clamp_int(size_t v) { return v > (size_t)__INT_MAX__ ? __INT_MAX__ : (int)v; }
-
 struct mallinfo hp_mallinfo(void) {
   struct mallinfo2 m2 = hp_mallinfo2();
   struct mallinfo m;
@@ -130,7 +128,6 @@ struct mallinfo hp_mallinfo(void) {
   m.uordblks = (int)m2.uordblks;
   m.fordblks = (int)m2.fordblks;
   m.keepcost = (int)m2.keepcost;
-  (void)clamp_int;
   return m;
 }
 
@@ -173,6 +170,7 @@ int hp_malloc_info(int options, FILE *fp) {
   struct bin_line lines[NBINS + NFASTBINS];
   size_t total_nfast = 0, total_fast = 0, total_nblocks = 0, total_avail = 0;
   size_t total_system = 0, total_max_system = 0, total_aspace = 0, total_mprotect = 0;
+  size_t total_thp = 0, total_hugetlb = 0;
   int n = 0;
   fputs("<malloc version=\"1\">\n", fp);
   for (struct arena *ar = &main_arena; ar; ar = next_arena(ar), n++) {
@@ -204,6 +202,8 @@ int hp_malloc_info(int options, FILE *fp) {
     total_max_system += ar->max_system_mem;
     total_aspace += st.system;
     total_mprotect += st.system;
+    total_thp += st.thp;
+    total_hugetlb += st.hugetlb;
   }
   fprintf(fp, "<total type=\"fast\" count=\"%zu\" size=\"%zu\"/>\n", total_nfast, total_fast);
   fprintf(fp, "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n", total_nblocks, total_avail);
@@ -218,7 +218,7 @@ int hp_malloc_info(int options, FILE *fp) {
   fprintf(fp, "  <reason>%s</reason>\n", mp.mode_reason);
   fprintf(fp, "  <placement align=\"%zu\" hint=\"0x%zx\" huge_hint=\"0x%zx\">%s</placement>\n", hp_placement.align,
           (size_t)hp_placement.hint, (size_t)hp_placement.huge_hint, hp_placement.desc);
-  fprintf(fp, "  <bytes thp=\"%zu\" hugetlb=\"%zu\" mmap_thp=\"%zu\" mmap_hugetlb=\"%zu\"/>\n", 0 + (size_t)0, (size_t)0,
+  fprintf(fp, "  <bytes thp=\"%zu\" hugetlb=\"%zu\" mmap_thp=\"%zu\" mmap_hugetlb=\"%zu\"/>\n", total_thp, total_hugetlb,
           atomic_load(&mp.mmapped_thp), atomic_load(&mp.mmapped_hugetlb));
   fprintf(fp, "  <fallbacks hugetlb=\"%zu\" thp=\"%zu\"/>\n", atomic_load(&mp.fallbacks_hugetlb), atomic_load(&mp.fallbacks_thp));
   fputs("</hpmalloc>\n</malloc>\n", fp);
