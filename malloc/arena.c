@@ -36,9 +36,18 @@ extern void _IO_list_unlock(void) __attribute__((weak));
 static inline void list_lock(void) { if (!hp_self.in_fork) pthread_mutex_lock(&hp_list_lock); }
 static inline void list_unlock(void) { if (!hp_self.in_fork) pthread_mutex_unlock(&hp_list_lock); }
 
+/* Contended: spin a little (the holder is usually on the other core and
+   about to finish), then sleep until woken.  */
+void hp_lock_slow(hp_lock_t *l) {
+  for (int i = 0; i < 100; i++) {
+    if (__atomic_load_n(&l->v, __ATOMIC_RELAXED) == 0 && hp_lock_try(l)) return;
+  }
+  while (__atomic_exchange_n(&l->v, 2, __ATOMIC_ACQUIRE) != 0) hp_os_futex_wait(&l->v, 2);
+}
+
 void arena_init_struct(struct arena *ar, int index) {
   memset(ar, 0, sizeof *ar);
-  pthread_mutex_init(&ar->lock, NULL);
+  hp_lock_init(&ar->lock);
   arena_bins_init(ar);
   ar->index = index;
 }
@@ -91,8 +100,8 @@ static struct arena *reuse_arena(struct arena *avoid) {
   if (!next_to_use) next_to_use = &main_arena;
   struct arena *start = next_to_use, *ar = start, *pick = NULL;
   do {
-    if (ar != avoid && pthread_mutex_trylock(&ar->lock) == 0) {
-      pthread_mutex_unlock(&ar->lock);
+    if (ar != avoid && hp_lock_try(&ar->lock)) {
+      hp_unlock(&ar->lock);
       pick = ar;
       break;
     }
@@ -189,7 +198,7 @@ static void fork_prepare(void) {
   pthread_mutex_lock(&hp_list_lock);
   struct arena *ar = &main_arena;
   do {
-    pthread_mutex_lock(&ar->lock);
+    hp_lock(&ar->lock);
     ar = ar->next;
   } while (ar != &main_arena);
   hp_self.in_fork = true;
@@ -200,7 +209,7 @@ static void fork_parent(void) {
   hp_self.in_fork = false;
   struct arena *ar = &main_arena;
   do {
-    pthread_mutex_unlock(&ar->lock);
+    hp_unlock(&ar->lock);
     ar = ar->next;
   } while (ar != &main_arena);
   pthread_mutex_unlock(&hp_list_lock);
@@ -213,7 +222,7 @@ static void fork_child(void) {
   free_list = NULL;
   struct arena *ar = &main_arena;
   do {
-    pthread_mutex_init(&ar->lock, NULL);
+    hp_lock_init(&ar->lock);
     ar->attached_threads = ar == hp_self.arena ? 1 : 0;
     if (ar != hp_self.arena && ar != &main_arena) {
       ar->next_free = free_list;

@@ -49,6 +49,26 @@ HP_INTERNAL void *region_map_chunk(size_t *len, enum hp_region_kind *kind);
 HP_INTERNAL void region_unmap_chunk(void *p, size_t len, enum hp_region_kind kind);
 HP_INTERNAL enum hp_region_kind region_kind_for_mode(void);
 
+/* ------------------------------------------------------------------ the arena lock
+ * One word: 0 free, 1 taken, 2 taken and someone may sleep on it.  Taken
+ * with one compare-and-swap when free; contended, it spins briefly, then
+ * sleeps in the kernel (futex) -- the classic three-state mutex.  Cheaper
+ * than pthread_mutex_t on the paths every free and malloc miss take.  */
+typedef struct { int v; } hp_lock_t;
+
+static inline void hp_lock_init(hp_lock_t *l) { __atomic_store_n(&l->v, 0, __ATOMIC_RELAXED); }
+static inline bool hp_lock_try(hp_lock_t *l) {
+  int expected = 0;
+  return __atomic_compare_exchange_n(&l->v, &expected, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+HP_INTERNAL void hp_lock_slow(hp_lock_t *l);
+static inline void hp_lock(hp_lock_t *l) {
+  if (HP_UNLIKELY(!hp_lock_try(l))) hp_lock_slow(l);
+}
+static inline void hp_unlock(hp_lock_t *l) {
+  if (HP_UNLIKELY(__atomic_exchange_n(&l->v, 0, __ATOMIC_RELEASE) == 2)) hp_os_futex_wake(&l->v, 1);
+}
+
 /* ------------------------------------------------------------------ heaps and arenas */
 
 /* A heap: one region holding chunks of one arena.  Non-main heaps are
@@ -62,7 +82,7 @@ struct heap {
 };
 
 struct arena {
-  pthread_mutex_t lock;
+  hp_lock_t lock;
   /* Everything below is guarded by lock.  */
   struct chunk *fastbins[NFASTBINS]; /* pushed without the lock (atomics), popped with it */
   struct chunk *top;
@@ -163,19 +183,19 @@ static inline bool hp_single_threaded(void) { return &__libc_single_threaded && 
    that thread must not take them again.  */
 static inline bool arena_needs_lock(void) { return !hp_single_threaded() && !hp_self.in_fork; }
 static inline void arena_lock(struct arena *ar) {
-  if (arena_needs_lock()) pthread_mutex_lock(&ar->lock);
+  if (arena_needs_lock()) hp_lock(&ar->lock);
 }
 static inline void arena_unlock(struct arena *ar) {
-  if (arena_needs_lock()) pthread_mutex_unlock(&ar->lock);
+  if (arena_needs_lock()) hp_unlock(&ar->lock);
 }
 /* The same for hot paths: decide once, pass the answer to the unlock.  */
 static inline bool arena_lock_if_needed(struct arena *ar) {
   bool lk = arena_needs_lock();
-  if (lk) pthread_mutex_lock(&ar->lock);
+  if (lk) hp_lock(&ar->lock);
   return lk;
 }
 static inline void arena_unlock_if(struct arena *ar, bool lk) {
-  if (lk) pthread_mutex_unlock(&ar->lock);
+  if (lk) hp_unlock(&ar->lock);
 }
 
 static inline size_t csize2tidx(size_t csz) { return (csz - MINSIZE) / HP_ALIGN; }

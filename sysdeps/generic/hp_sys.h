@@ -69,6 +69,13 @@ int hp_os_resident(void *addr, size_t len);
    implementation always fails with ENOSYS.  */
 void *hp_os_remap(void *old, size_t oldlen, size_t newlen, int may_move);
 
+/* Block while *addr == val (Linux: FUTEX_WAIT_PRIVATE); may return early
+   or spuriously.  The generic version yields the processor.  */
+void hp_os_futex_wait(int *addr, int val);
+
+/* Wake up to n threads blocked in hp_os_futex_wait on addr.  */
+void hp_os_futex_wake(int *addr, int n);
+
 /* The base page size the process runs with (AT_PAGESZ).  */
 size_t hp_os_page_size(void);
 

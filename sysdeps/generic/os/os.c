@@ -12,6 +12,7 @@
 #include "hp_sys.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -196,4 +197,19 @@ hp_os_resident (void *addr, size_t len)
   (void) addr;
   (void) len;
   return -1;
+}
+
+void
+hp_os_futex_wait (int *addr, int val)
+{
+  (void) addr;
+  (void) val;
+  sched_yield ();
+}
+
+void
+hp_os_futex_wake (int *addr, int n)
+{
+  (void) addr;
+  (void) n;
 }

@@ -12,7 +12,9 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <linux/futex.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -305,4 +307,20 @@ hp_os_resident (void *addr, size_t len)
   if (len > page && mincore ((char *) addr + len - page, page, vec) != 0)
     return -1;
   return len <= page || (vec[0] & 1);
+}
+
+void
+hp_os_futex_wait (int *addr, int val)
+{
+  int saved = errno;
+  syscall (SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+  errno = saved;
+}
+
+void
+hp_os_futex_wake (int *addr, int n)
+{
+  int saved = errno;
+  syscall (SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+  errno = saved;
 }
