@@ -144,14 +144,20 @@ int region_extend(struct region *r, size_t more) {
   return 0;
 }
 
-/* Back hugetlb pages [from, to) now, one page at a time, so that
-   `committed` stays exact if the pool runs dry midway.  */
+/* Back hugetlb pages [from, to) now.  One call for the whole range when
+   the pool can cover it; otherwise page by page, so that `committed` stays
+   exact if the pool runs dry midway.  A populate that claims success but
+   left the pages absent (emulators such as qemu-user) is a failure:
+   touching them could raise SIGBUS.  */
+static bool populated(struct region *r, size_t off, size_t len) {
+  return hp_kernel.advise(r->base + off, len, HP_ADV_POPULATE_WRITE) == 0 &&
+         hp_kernel.resident(r->base + off, len) != 0;
+}
+
 static int commit_hugetlb(struct region *r, size_t from, size_t to) {
+  if (to - from > r->page && populated(r, from, to - from)) return 0;
   for (size_t off = from; off < to; off += r->page) {
-    /* a populate that claims success but left the page absent (emulators)
-       counts as a failure: touching it could raise SIGBUS */
-    if (hp_kernel.advise(r->base + off, r->page, HP_ADV_POPULATE_WRITE) != 0 ||
-        hp_kernel.resident(r->base + off, r->page) == 0) {
+    if (!populated(r, off, r->page)) {
       r->committed = off;
       note_hugetlb_failure();
       return -1;

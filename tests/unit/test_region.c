@@ -52,7 +52,9 @@ static struct {
   int hugetlb_ok;             /* MAP_HUGETLB calls that succeed before the pool is dry; -1 = all */
   bool hugetlb_fail_all;
   bool refuse_hugepage;       /* MADV_HUGEPAGE fails with EINVAL */
-  int populate_ok;            /* POPULATE_WRITE calls that succeed; -1 = all */
+  int populate_ok;            /* hugetlb pages the pool can still give to POPULATE_WRITE; -1 = any number */
+  uintptr_t populated[1024];  /* pages already populated (they need nothing from the pool) */
+  size_t n_populated;
   bool dontneed_fails;
   bool protect_fails;
   bool populate_is_noop;      /* POPULATE_WRITE "succeeds" but leaves pages absent (qemu-user) */
@@ -124,17 +126,34 @@ static int fake_protect(void *addr, size_t len, enum hp_prot prot) {
   return fk.real ? hp_os_protect(addr, len, prot) : 0;
 }
 
+/* The kernel's populate: page by page, each new page taken from the pool;
+   on a dry pool it stops, the pages before staying populated.  */
+static bool page_populated(uintptr_t a) {
+  for (size_t i = 0; i < fk.n_populated; i++)
+    if (fk.populated[i] == a) return true;
+  return false;
+}
+static bool fake_populate(uintptr_t addr, size_t len) {
+  size_t page = mp.hugetlb_size ? mp.hugetlb_size : 2 * MiB;
+  for (uintptr_t a = addr; a < addr + len; a += page) {
+    if (page_populated(a)) continue;
+    if (fk.populate_ok == 0) return false;
+    if (fk.populate_ok > 0) fk.populate_ok--;
+    if (fk.n_populated < sizeof fk.populated / sizeof fk.populated[0]) fk.populated[fk.n_populated++] = a;
+  }
+  return true;
+}
+
 static int fake_advise(void *addr, size_t len, enum hp_advice adv) {
   record(OP_ADVISE, addr, len, adv);
   if ((adv == HP_ADV_HUGEPAGE && fk.refuse_hugepage) || (adv == HP_ADV_DONTNEED && fk.dontneed_fails)) {
     errno = EINVAL;
     return -1;
   }
-  if (adv == HP_ADV_POPULATE_WRITE && fk.populate_ok == 0) {
+  if (adv == HP_ADV_POPULATE_WRITE && !fake_populate((uintptr_t)addr, len)) {
     errno = ENOMEM;
     return -1;
   }
-  if (adv == HP_ADV_POPULATE_WRITE && fk.populate_ok > 0) fk.populate_ok--;
   return fk.real ? hp_os_advise(addr, len, adv) : 0;
 }
 
@@ -297,7 +316,8 @@ Test(region, hugetlb_reserve_uses_map_hugetlb) {
   cr_assert_eq(fk.calls[0].huge, 2 * MiB);
   cr_assert_eq(count_calls(OP_ADVISE, HP_ADV_HUGEPAGE), 0, "hugetlb regions are not THP-advised");
   cr_assert_eq(region_commit(&r, 4 * MiB), 0);
-  cr_assert_eq(count_calls(OP_ADVISE, HP_ADV_POPULATE_WRITE), 2, "each huge page populated");
+  cr_assert_eq(count_calls(OP_ADVISE, HP_ADV_POPULATE_WRITE), 1, "both huge pages populated in one call");
+  cr_assert_eq(fk.n_populated, 2);
   cr_assert_eq(atomic_load(&mp.fallbacks_hugetlb), 0);
 }
 
@@ -400,11 +420,14 @@ Test(region, populate_failing_midway_keeps_last_good_page) {
   cr_assert_eq(errno, ENOMEM);
   cr_assert_eq(r.committed, 4 * MiB, "the two populated pages stay committed");
   uintptr_t b = (uintptr_t)r.base;
-  /* one huge page at a time, stopping at the first failure */
-  long i0 = find_call(n0, OP_ADVISE, HP_ADV_POPULATE_WRITE);
+  /* the whole range in one call; when that fails, one huge page at a
+     time, stopping at the first failure */
+  long iw = find_call(n0, OP_ADVISE, HP_ADV_POPULATE_WRITE);
+  long i0 = find_call((size_t)iw + 1, OP_ADVISE, HP_ADV_POPULATE_WRITE);
   long i1 = find_call((size_t)i0 + 1, OP_ADVISE, HP_ADV_POPULATE_WRITE);
   long i2 = find_call((size_t)i1 + 1, OP_ADVISE, HP_ADV_POPULATE_WRITE);
-  cr_assert(i0 >= 0 && i1 >= 0 && i2 >= 0);
+  cr_assert(iw >= 0 && i0 >= 0 && i1 >= 0 && i2 >= 0);
+  expect_call((size_t)iw, OP_ADVISE, b, 8 * MiB, HP_ADV_POPULATE_WRITE);
   expect_call((size_t)i0, OP_ADVISE, b, 2 * MiB, HP_ADV_POPULATE_WRITE);
   expect_call((size_t)i1, OP_ADVISE, b + 2 * MiB, 2 * MiB, HP_ADV_POPULATE_WRITE);
   expect_call((size_t)i2, OP_ADVISE, b + 4 * MiB, 2 * MiB, HP_ADV_POPULATE_WRITE);
@@ -421,7 +444,7 @@ Test(region, populate_failing_after_earlier_commit) {
   struct region r;
   cr_assert_eq(region_reserve(&r, 16 * MiB, 0, HP_REGION_HUGETLB), 0);
   cr_assert_eq(region_commit(&r, 2 * MiB), 0);
-  fk.populate_ok = 1;
+  fk.populate_ok = 1; /* the pool has one more page */
   cr_assert_eq(region_commit(&r, 10 * MiB), -1);
   cr_assert_eq(r.committed, 4 * MiB);
   fk.populate_ok = -1;
