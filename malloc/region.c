@@ -88,7 +88,10 @@ static int reserve_hugetlb(struct region *r, size_t len, size_t align) {
   size_t hsz = mp.hugetlb_size;
   len = align_up(len, hsz);
   if (align < hsz) align = hsz;
-  if (align < hp_placement.huge_align) align = hp_placement.huge_align;
+  /* the placement's alignment is for regions that can hold a page that
+     large; smaller ones stay close together (fewer paging-structure
+     entries to walk on a TLB miss) */
+  if (len >= hp_placement.huge_align && align < hp_placement.huge_align) align = hp_placement.huge_align;
   /* readable and writable from the start: hugetlb mappings never merge
      again once mprotect splits them, so commit by populating instead */
   void *p = map_aligned(len, align, next_hint(HP_REGION_HUGETLB), HP_PROT_RW,
@@ -102,7 +105,7 @@ static int reserve_normal(struct region *r, size_t len, size_t align, enum hp_re
   size_t page = region_huge_page(kind);
   len = align_up(len, page);
   if (align < page) align = page;
-  if (kind != HP_REGION_BASE && align < hp_placement.align) align = hp_placement.align;
+  if (kind != HP_REGION_BASE && len >= hp_placement.align && align < hp_placement.align) align = hp_placement.align;
   void *p = map_aligned(len, align, next_hint(kind), HP_PROT_NONE, HP_MAP_NORESERVE, 0);
   if (!p) return -1;
   *r = (struct region){ .base = p, .reserved = len, .page = page, .kind = kind };

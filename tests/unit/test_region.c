@@ -512,14 +512,15 @@ Test(region, gib_hugetlb_misaligned_first_map_retried) {
 }
 
 Test(region, hugetlb_over_reserve_and_trim) {
-  /* 2 MiB hugetlb pages, reservations aligned to 1 GiB by the placement */
+  /* 2 MiB hugetlb pages, a reservation the caller wants 1 GiB aligned (the
+     main heap: top.c passes the placement's alignment) */
   fake_kernel(2, 2 * MiB, 2 * MiB);
   hp_placement.huge_align = GiB;
   uintptr_t raw = FAKE_BASE + 5 * GiB + 6 * MiB;
   uintptr_t s[] = { raw, raw };
   script_maps(2, s);
   struct region r;
-  cr_assert_eq(region_reserve(&r, 8 * MiB, 0, HP_REGION_HUGETLB), 0);
+  cr_assert_eq(region_reserve(&r, 8 * MiB, GiB, HP_REGION_HUGETLB), 0);
   uintptr_t aligned = FAKE_BASE + 6 * GiB;
   size_t span = 8 * MiB + GiB - 2 * MiB;
   cr_assert_eq((uintptr_t)r.base, aligned);
@@ -585,15 +586,23 @@ Test(region, odd_alignments_and_lengths) {
   cr_assert_eq(region_reserve(&r, 64 * KiB, GiB, HP_REGION_BASE), 0);
   cr_assert_eq((uintptr_t)r.base & (GiB - 1), 0);
   cr_assert_eq(r.reserved, 64 * KiB);
-  /* THP: the placement's alignment wins over a smaller request */
+  /* THP: a region smaller than the placement's alignment gets the THP
+     size's (small heaps stay close together); one that can hold a page
+     of the placement's size gets that */
   fake_kernel(1, 2 * MiB, 0);
   hp_placement.align = GiB;
   uintptr_t raw = FAKE_BASE + 2 * MiB;
   uintptr_t s[] = { raw, raw };
   script_maps(2, s);
   cr_assert_eq(region_reserve(&r, 3 * MiB, 4096, HP_REGION_THP), 0);
-  cr_assert_eq((uintptr_t)r.base & (GiB - 1), 0);
+  cr_assert_eq((uintptr_t)r.base, raw, "2 MiB aligned already: kept where the kernel put it");
   cr_assert_eq(r.reserved, 4 * MiB);
+  uintptr_t raw2 = FAKE_BASE + 3 * GiB + 2 * MiB;
+  uintptr_t s2[] = { raw2, raw2 };
+  script_maps(2, s2);
+  cr_assert_eq(region_reserve(&r, GiB, 4096, HP_REGION_THP), 0);
+  cr_assert_eq((uintptr_t)r.base & (GiB - 1), 0);
+  cr_assert_eq(r.reserved, GiB);
 }
 
 /* ================================================================ decommit */
