@@ -390,37 +390,36 @@ static void *from_largebin(struct arena *ar, size_t nb) {
   return take_chunk(ar, v, size, nb, false);
 }
 
-/* Smallest chunk in the next non-empty bin above nb's, by the binmap.  */
+/* Smallest chunk in the next non-empty bin above nb's, by the binmap: one
+   word of 32 bins at a time, the lowest set bit first.  A bit can be stale
+   (the bin emptied since): clear it and go on.  */
+static bool binmap_empty(const struct arena *ar) {
+  unsigned any = 0;
+  for (unsigned b = 0; b < BINMAPSIZE; b++) any |= ar->binmap[b];
+  return any == 0;
+}
+
 static void *from_binmap(struct arena *ar, size_t nb) {
+  if (binmap_empty(ar)) return NULL; /* the common case while a heap only grows */
   unsigned idx = bin_index(nb) + 1;
-  unsigned block = idx >> BINMAP_SHIFT;
-  unsigned map = ar->binmap[block];
-  unsigned bit = 1u << (idx & (BITSPERMAP - 1));
-  for (;;) {
-    if (bit > map || bit == 0) {
-      do {
-        if (++block >= BINMAPSIZE) return NULL;
-      } while ((map = ar->binmap[block]) == 0);
-      idx = block << BINMAP_SHIFT;
-      bit = 1;
+  for (unsigned block = idx >> BINMAP_SHIFT; block < BINMAPSIZE; block++) {
+    unsigned map = ar->binmap[block];
+    if (block == idx >> BINMAP_SHIFT) map &= ~0u << (idx & (BITSPERMAP - 1));
+    while (map) {
+      unsigned bit = (unsigned)__builtin_ctz(map);
+      struct chunk *bin = bin_at(ar, (block << BINMAP_SHIFT) + bit), *v = bin->bk;
+      if (v == bin) {
+        ar->binmap[block] &= ~(1u << bit);
+        map &= map - 1;
+        continue;
+      }
+      size_t size = chunksize(v);
+      if (size < nb) hp_fatal("malloc(): corrupted bin");
+      unlink_chunk(ar, v);
+      return take_chunk(ar, v, size, nb, in_smallbin_range(nb));
     }
-    while ((bit & map) == 0) {
-      idx++;
-      bit <<= 1;
-    }
-    struct chunk *bin = bin_at(ar, idx), *v = bin->bk;
-    if (v == bin) {
-      /* stale bit: clear it and go on */
-      ar->binmap[block] = map &= ~bit;
-      idx++;
-      bit <<= 1;
-      continue;
-    }
-    size_t size = chunksize(v);
-    if (size < nb) hp_fatal("malloc(): corrupted bin");
-    unlink_chunk(ar, v);
-    return take_chunk(ar, v, size, nb, in_smallbin_range(nb));
   }
+  return NULL;
 }
 
 static void *from_top(struct arena *ar, size_t nb) {
