@@ -133,7 +133,8 @@ void arena_thread_register(void) {
 
 static void bind_thread(struct arena *ar) { hp_self.arena = ar; }
 
-/* The arena the calling thread allocates from.  */
+/* The arena the calling thread allocates from, the first time (later
+   calls find it in hp_self: arena_of_thread).  */
 struct arena *arena_get(size_t bytes) {
   (void)bytes;
   if (HP_LIKELY(hp_self.arena != NULL)) return hp_self.arena;

@@ -342,6 +342,7 @@ enum { UNSORTED_MAX_ITERS = 10000 };
    tcache-sized requests fill the tcache first (*cached counts them).  */
 static void *process_unsorted(struct arena *ar, size_t nb, size_t *cached) {
   struct chunk *ub = unsorted(ar);
+  if (ub->bk == ub) return NULL; /* empty: nothing to sort */
   size_t tidx = csize2tidx(nb);
   bool can_cache = tidx < mp.tcache_bins && hp_self.limit > 0;
   size_t processed = 0;

@@ -114,8 +114,10 @@ static inline bool in_smallbin_range(size_t sz) { return sz < MIN_LARGE_SIZE; }
 static inline unsigned smallbin_index(size_t sz) { return (unsigned)(sz >> 4); }
 
 /* Large bins: 32 bins 64 bytes wide from 1024 (indices 64..), then 16 of
-   512, 8 of 4096, 4 of 32768, 2 of 262144, and one for the rest.  */
-static inline unsigned largebin_index(size_t sz) {
+   512, 8 of 4096, 4 of 32768, 2 of 262144, and one for the rest.
+   Not inlined: the compiler would otherwise hoist it out of malloc's loop
+   and compute it for every small request too.  */
+__attribute__((noinline, unused)) static unsigned largebin_index(size_t sz) {
   if ((sz >> 6) <= 48) return 48 + (unsigned)(sz >> 6);    /* up to 3135: 64..96 */
   if ((sz >> 9) <= 20) return 91 + (unsigned)(sz >> 9);    /* up to 10751: 97..111 */
   if ((sz >> 12) <= 10) return 110 + (unsigned)(sz >> 12); /* 112..120 */
@@ -125,7 +127,8 @@ static inline unsigned largebin_index(size_t sz) {
 }
 
 static inline unsigned bin_index(size_t sz) {
-  return in_smallbin_range(sz) ? smallbin_index(sz) : largebin_index(sz);
+  if (HP_LIKELY(in_smallbin_range(sz))) return smallbin_index(sz);
+  return largebin_index(sz);
 }
 
 /* ------------------------------------------------------------------ fastbins

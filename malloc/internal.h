@@ -126,6 +126,7 @@ struct hp_params {
   const char *mode_reason;    /* why the mode resolved as it did */
   size_t heap_max;            /* size and alignment of non-main heaps (power of two) */
   size_t page;                /* base page size */
+  size_t max_request;         /* larger requests fail at once (address space, PTRDIFF_MAX) */
   /* statistics (atomic) */
   _Atomic size_t n_mmaps, max_n_mmaps;
   _Atomic size_t mmapped_mem, max_mmapped_mem;
@@ -253,6 +254,10 @@ HP_INTERNAL size_t mmapped_region_size(const struct chunk *c);
 
 /* ------------------------------------------------------------------ arena.c */
 HP_INTERNAL struct arena *arena_get(size_t bytes);
+static inline struct arena *arena_of_thread(size_t bytes) {
+  struct arena *ar = hp_self.arena;
+  return HP_LIKELY(ar != NULL) ? ar : arena_get(bytes);
+}
 HP_INTERNAL struct arena *arena_retry(struct arena *ar, size_t bytes);
 HP_INTERNAL void arena_thread_detach(void);
 HP_INTERNAL void arena_thread_register(void);

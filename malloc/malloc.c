@@ -72,7 +72,7 @@ static inline void vg_usable(void *p, size_t *n) { (void)p; (void)n; }
 /* ------------------------------------------------------------------ core paths */
 
 static void *arena_alloc(size_t n) {
-  struct arena *ar = arena_get(n);
+  struct arena *ar = arena_of_thread(n);
   bool lk = arena_lock_if_needed(ar);
   void *p = int_malloc(ar, n);
   arena_unlock_if(ar, lk);
@@ -96,9 +96,7 @@ static void *alloc_from_arena(size_t n) {
 /* A request larger than the address space can never be served: fail at
    once, without asking the kernel (glibc's PTRDIFF_MAX bound, and the
    architecture's user address space limit).  */
-static inline bool hopeless(size_t n) {
-  return request_out_of_range(n) || (hp_placement.limit && n >= hp_placement.limit);
-}
+static inline bool hopeless(size_t n) { return n > mp.max_request; }
 
 static bool alloc_prepare(size_t n) {
   hp_ensure_init();
@@ -338,7 +336,7 @@ static void *aligned_core(size_t alignment, size_t n) {
     errno = ENOMEM;
     return NULL;
   }
-  struct arena *ar = arena_get(n);
+  struct arena *ar = arena_of_thread(n);
   arena_lock(ar);
   void *p = int_memalign(ar, alignment, n);
   arena_unlock(ar);
