@@ -423,7 +423,8 @@ static void *from_binmap(struct arena *ar, size_t nb) {
   return NULL;
 }
 
-static void *from_top(struct arena *ar, size_t nb) {
+/* Serve nb from the top chunk when it can keep MINSIZE; else NULL.  */
+void *top_take(struct arena *ar, size_t nb) {
   struct chunk *v = ar->top;
   size_t size = chunksize(v);
   if (size > ar->system_mem) hp_fatal("malloc(): corrupted top size");
@@ -450,7 +451,7 @@ void *int_malloc(struct arena *ar, size_t bytes) {
     if ((m = process_unsorted(ar, nb, &cached)) != NULL) return m;
     if (!in_smallbin_range(nb) && (m = from_largebin(ar, nb)) != NULL) return m;
     if ((m = from_binmap(ar, nb)) != NULL) return m;
-    if ((m = from_top(ar, nb)) != NULL) return m;
+    if ((m = top_take(ar, nb)) != NULL) return m;
     if (!have_fast(ar)) return sys_grow(ar, nb);
     malloc_consolidate(ar);
   }

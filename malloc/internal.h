@@ -237,6 +237,7 @@ HP_INTERNAL void *int_realloc(struct arena *ar, struct chunk *old, size_t oldsiz
 HP_INTERNAL void *int_memalign(struct arena *ar, size_t alignment, size_t bytes);
 HP_INTERNAL void unlink_chunk(struct arena *ar, struct chunk *c);
 HP_INTERNAL void arena_bins_init(struct arena *ar);
+HP_INTERNAL void *top_take(struct arena *ar, size_t nb);
 
 /* ------------------------------------------------------------------ top.c */
 HP_INTERNAL void *sys_grow(struct arena *ar, size_t nb);

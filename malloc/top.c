@@ -182,16 +182,6 @@ static int main_first_heap(struct arena *ar, size_t nb) {
   return 0;
 }
 
-static void *split_top(struct arena *ar, size_t nb) {
-  struct chunk *v = ar->top;
-  size_t size = chunksize(v);
-  struct chunk *rem = chunk_at(v, nb);
-  ar->top = rem;
-  set_head(rem, (size - nb) | PREV_INUSE);
-  set_head(v, nb | (v->size & PREV_INUSE) | arena_flag(ar));
-  return chunk2mem(v);
-}
-
 /* The top chunk cannot serve nb: get memory from the system.  Returns
    memory for the request (possibly a chunk mapped on its own), or NULL
    with errno ENOMEM.  */
@@ -204,7 +194,8 @@ void *sys_grow(struct arena *ar, size_t nb) {
   if (!ar->heap) ok = ar == &main_arena ? main_first_heap(ar, nb) : -1;
   else ok = grow_in_place(ar, nb);
   if (ok != 0) ok = grow_new_heap(ar, nb);
-  if (ok == 0 && chunksize(ar->top) >= nb + MINSIZE) return split_top(ar, nb);
+  void *m = ok == 0 ? top_take(ar, nb) : NULL;
+  if (m) return m;
   /* last resort: map it on its own even below the threshold */
   if (mp.n_mmaps < (size_t)mp.n_mmaps_max) {
     void *p = mmap_chunk(nb, 0);
