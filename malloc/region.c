@@ -60,10 +60,7 @@ static void note_hugetlb_failure(void) {
   atomic_store_explicit(&hugetlb_backoff, HUGETLB_BACKOFF, memory_order_relaxed);
 }
 
-/* Map len bytes aligned to align (a power of two >= the page), at or near
-   hint.  Over-reserves by align and trims both ends when the kernel's
-   address is not aligned.  */
-static void *map_aligned(size_t len, size_t align, uintptr_t hint, enum hp_prot prot,
+static void *map_aligned_anywhere(size_t len, size_t align, uintptr_t hint, enum hp_prot prot,
                          unsigned flags, size_t huge) {
   void *p = hp_kernel.map((void *)hint, len, prot, flags, huge);
   if (p && ((uintptr_t)p & (align - 1)) == 0) return p;
@@ -78,6 +75,46 @@ static void *map_aligned(size_t len, size_t align, uintptr_t hint, enum hp_prot 
   if (head) hp_kernel.unmap(raw, head);
   if (tail) hp_kernel.unmap(aligned + len, tail);
   return aligned;
+}
+
+
+/* The lowest address of the heap regions mapped so far.  With no placement
+   hint the kernel hands out addresses downwards, leaving a gap of up to
+   `align` between regions reserved by over-reserving and trimming; the
+   next region is first tried right below the last one, so that heaps stay
+   together (fewer page-table pages to walk on a TLB miss).  A hint only.
+   Chunks mapped on their own go where the kernel puts any mapping: some
+   programs rely on that order (glibc's tst-free-errno maps over the pages
+   around a large block).  */
+static _Atomic uintptr_t lowest_region;
+
+static void note_region(void *p) {
+  uintptr_t v = (uintptr_t)p, cur = atomic_load_explicit(&lowest_region, memory_order_relaxed);
+  while ((cur == 0 || v < cur) &&
+         !atomic_compare_exchange_weak_explicit(&lowest_region, &cur, v, memory_order_relaxed, memory_order_relaxed)) {}
+}
+
+static void *map_below_last(size_t len, size_t align, enum hp_prot prot, unsigned flags, size_t huge) {
+  uintptr_t low = atomic_load_explicit(&lowest_region, memory_order_relaxed);
+  if (low < len + align) return NULL;
+  uintptr_t cand = align_down(low - len, align);
+  int saved = errno;
+  void *p = hp_kernel.map((void *)cand, len, prot, flags | HP_MAP_FIXED_NOREPLACE, huge);
+  errno = saved;
+  if (p == (void *)cand) return p;
+  if (p) hp_kernel.unmap(p, len);
+  return NULL;
+}
+
+/* Map len bytes aligned to align (a power of two >= the page), at or near
+   hint.  Over-reserves by align and trims both ends when the kernel's
+   address is not aligned.  */
+static void *map_aligned(size_t len, size_t align, uintptr_t hint, enum hp_prot prot,
+                         unsigned flags, size_t huge) {
+  void *p = hint ? NULL : map_below_last(len, align, prot, flags, huge);
+  if (!p) p = map_aligned_anywhere(len, align, hint, prot, flags, huge);
+  if (p) note_region(p);
+  return p;
 }
 
 static uintptr_t next_hint(enum hp_region_kind kind) {
@@ -229,7 +266,7 @@ void *region_map_chunk(size_t *len, enum hp_region_kind *kind) {
   }
   if (k != HP_REGION_BASE && mp.thp_size && waste_ok(want, mp.thp_size)) {
     size_t l = align_up(want, mp.thp_size);
-    void *p = map_aligned(l, mp.thp_size, 0, HP_PROT_RW, 0, 0);
+    void *p = map_aligned_anywhere(l, mp.thp_size, 0, HP_PROT_RW, 0, 0); /* where the kernel puts mappings */
     if (p) {
       *len = l;
       *kind = HP_REGION_THP;
