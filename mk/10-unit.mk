@@ -3,7 +3,7 @@
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 
-$(BUILD)/tests/unit/%: tests/unit/%.c $(LIB_TEST)
+$(BUILD)/tests/unit/%: tests/unit/%.c $(LIB_TEST) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -Itests/unit -o $@ $< $(LIB_TEST) -lcriterion -lpthread
 

@@ -17,20 +17,12 @@
 #include "hpmalloc.h"
 #include "hpt_api.h"
 #include "internal.h"
+#include "unit_helpers.h"
 
 #define MiB ((size_t)1 << 20)
 
 /* ================================================================ helpers */
 
-static void check_all_arenas(void) {
-  for (struct arena *ar = &main_arena;; ar = ar->next) {
-    arena_lock(ar);
-    cr_assert_eq(check_arena(ar), 0);
-    arena_unlock(ar);
-    if (ar->next == &main_arena) break;
-  }
-  cr_assert_eq(hpmalloc_check_heap(), 0);
-}
 
 static size_t count_arenas(void) {
   size_t n = 0;

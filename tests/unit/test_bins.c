@@ -21,6 +21,7 @@
 #include "hpmalloc.h"
 #include "hpt_api.h"
 #include "internal.h"
+#include "unit_helpers.h"
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
@@ -65,36 +66,6 @@ static void expect_filled(const void *p, size_t n, unsigned char tag) {
   for (size_t i = 0; i < n; i++) cr_assert_eq(b[i], tag, "byte %zu of a %zu-byte block changed", i, n);
 }
 
-/* Run fn in a child process; expect it to die of SIGABRT after printing
-   `msg` on stderr.  */
-static void expect_abort(void (*fn)(void), const char *msg) {
-  int fds[2];
-  cr_assert_eq(pipe(fds), 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  cr_assert_geq(pid, 0);
-  if (pid == 0) {
-    struct rlimit no_core = { 0, 0 };
-    setrlimit(RLIMIT_CORE, &no_core);
-    close(fds[0]);
-    dup2(fds[1], STDERR_FILENO);
-    alarm(20);
-    fn();
-    _exit(0);
-  }
-  close(fds[1]);
-  char buf[1024];
-  size_t len = 0;
-  ssize_t r;
-  while (len < sizeof buf - 1 && (r = read(fds[0], buf + len, sizeof buf - 1 - len)) > 0) len += (size_t)r;
-  buf[len] = '\0';
-  close(fds[0]);
-  int st;
-  cr_assert_eq(waitpid(pid, &st, 0), pid);
-  cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "expected SIGABRT (\"%s\"), got status %#x, stderr \"%s\"",
-            msg, st, buf);
-  cr_assert(strstr(buf, msg) != NULL, "stderr \"%s\" lacks \"%s\"", buf, msg);
-}
 
 /* ================================================================ allocation patterns */
 

@@ -71,17 +71,6 @@ hp_os_map (void *addr, size_t len, enum hp_prot prot, unsigned flags, size_t hug
   return p;
 }
 
-int
-hp_os_unmap (void *addr, size_t len)
-{
-  return munmap (addr, len);
-}
-
-int
-hp_os_protect (void *addr, size_t len, enum hp_prot prot)
-{
-  return mprotect (addr, len, os_prot (prot));
-}
 
 int
 hp_os_advise (void *addr, size_t len, enum hp_advice adv)

@@ -118,17 +118,6 @@ hp_os_map (void *addr, size_t len, enum hp_prot prot, unsigned flags, size_t hug
   return p;
 }
 
-int
-hp_os_unmap (void *addr, size_t len)
-{
-  return munmap (addr, len);
-}
-
-int
-hp_os_protect (void *addr, size_t len, enum hp_prot prot)
-{
-  return mprotect (addr, len, os_prot (prot));
-}
 
 /* The madvise value of adv, or -1 when these headers do not know it.  */
 static inline int

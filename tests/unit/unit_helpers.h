@@ -1,0 +1,59 @@
+/* unit_helpers.h: helpers shared by the unit tests (static, one copy per
+ * test program).  MIT licence.  */
+#ifndef HP_UNIT_HELPERS_H
+#define HP_UNIT_HELPERS_H
+
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hpmalloc.h"
+#include "internal.h"
+
+/* Check every arena with the validator, and through the public call.  */
+__attribute__((unused)) static void check_all_arenas(void) {
+  for (struct arena *ar = &main_arena;; ar = ar->next) {
+    arena_lock(ar);
+    cr_assert_eq(check_arena(ar), 0);
+    arena_unlock(ar);
+    if (ar->next == &main_arena) break;
+  }
+  cr_assert_eq(hpmalloc_check_heap(), 0);
+}
+
+/* Run fn in a child process; expect it to die of SIGABRT after printing
+   `msg` on stderr.  */
+__attribute__((unused)) static void expect_abort(void (*fn)(void), const char *msg) {
+  int fds[2];
+  cr_assert_eq(pipe(fds), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    struct rlimit no_core = { 0, 0 };
+    setrlimit(RLIMIT_CORE, &no_core);
+    close(fds[0]);
+    dup2(fds[1], STDERR_FILENO);
+    alarm(20);
+    fn();
+    _exit(0);
+  }
+  close(fds[1]);
+  char buf[1024];
+  size_t len = 0;
+  ssize_t r;
+  while (len < sizeof buf - 1 && (r = read(fds[0], buf + len, sizeof buf - 1 - len)) > 0) len += (size_t)r;
+  buf[len] = '\0';
+  close(fds[0]);
+  int st;
+  cr_assert_eq(waitpid(pid, &st, 0), pid);
+  cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "expected SIGABRT (\"%s\"), got status %#x, stderr \"%s\"",
+            msg, st, buf);
+  cr_assert(strstr(buf, msg) != NULL, "stderr \"%s\" lacks \"%s\"", buf, msg);
+}
+
+#endif
