@@ -135,8 +135,7 @@ static void bind_thread(struct arena *ar) { hp_self.arena = ar; }
 
 /* The arena the calling thread allocates from, the first time (later
    calls find it in hp_self: arena_of_thread).  */
-struct arena *arena_get(size_t bytes) {
-  (void)bytes;
+struct arena *arena_get(void) {
   if (HP_LIKELY(hp_self.arena != NULL)) return hp_self.arena;
   if (hp_self.state == HP_THREAD_DONE) return &main_arena;
   list_lock();
@@ -156,8 +155,7 @@ struct arena *arena_get(size_t bytes) {
 }
 
 /* ar could not serve a request: another arena to try, or NULL.  */
-struct arena *arena_retry(struct arena *ar, size_t bytes) {
-  (void)bytes;
+struct arena *arena_retry(struct arena *ar) {
   if (ar != &main_arena) return &main_arena;
   list_lock();
   struct arena *other = narenas > 1 ? reuse_arena(&main_arena) : NULL;

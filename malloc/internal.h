@@ -46,7 +46,7 @@ HP_INTERNAL void region_decommit(struct region *r, size_t downto);
 HP_INTERNAL void region_release(struct region *r);
 HP_INTERNAL size_t region_huge_page(enum hp_region_kind kind);
 HP_INTERNAL void *region_map_chunk(size_t *len, enum hp_region_kind *kind);
-HP_INTERNAL void region_unmap_chunk(void *p, size_t len, enum hp_region_kind kind);
+HP_INTERNAL void region_unmap_chunk(void *p, size_t len);
 HP_INTERNAL enum hp_region_kind region_kind_for_mode(void);
 
 /* ------------------------------------------------------------------ the arena lock
@@ -248,18 +248,18 @@ HP_INTERNAL void heap_attach_arena_top(struct arena *ar, struct heap *h, char *f
 
 /* ------------------------------------------------------------------ mmapped.c */
 HP_INTERNAL bool mmap_chunk_wanted(size_t nb);
-HP_INTERNAL void *mmap_chunk(size_t nb, size_t alignment);
+HP_INTERNAL void *mmap_chunk(size_t nb);
 HP_INTERNAL void munmap_chunk(struct chunk *c);
 HP_INTERNAL void *mremap_chunk(struct chunk *c, size_t nb);
 HP_INTERNAL size_t mmapped_region_size(const struct chunk *c);
 
 /* ------------------------------------------------------------------ arena.c */
-HP_INTERNAL struct arena *arena_get(size_t bytes);
-static inline struct arena *arena_of_thread(size_t bytes) {
+HP_INTERNAL struct arena *arena_get(void);
+static inline struct arena *arena_of_thread(void) {
   struct arena *ar = hp_self.arena;
-  return HP_LIKELY(ar != NULL) ? ar : arena_get(bytes);
+  return HP_LIKELY(ar != NULL) ? ar : arena_get();
 }
-HP_INTERNAL struct arena *arena_retry(struct arena *ar, size_t bytes);
+HP_INTERNAL struct arena *arena_retry(struct arena *ar);
 HP_INTERNAL void arena_thread_detach(void);
 HP_INTERNAL void arena_thread_register(void);
 HP_INTERNAL void arena_init_struct(struct arena *ar, int index);
@@ -274,7 +274,6 @@ HP_INTERNAL void hp_apply_tunables(const struct hp_tunable_values *tv);
 HP_INTERNAL int hp_mallopt(int param, int value);
 
 /* ------------------------------------------------------------------ check.c */
-__attribute__((noreturn, cold)) HP_INTERNAL void hp_fatal(const char *msg);
 HP_INTERNAL int check_arena(struct arena *ar);
 HP_INTERNAL void check_chunk_free(struct arena *ar, struct chunk *c);
 

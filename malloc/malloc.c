@@ -72,11 +72,11 @@ static inline void vg_usable(void *p, size_t *n) { (void)p; (void)n; }
 /* ------------------------------------------------------------------ core paths */
 
 static void *arena_alloc(size_t n) {
-  struct arena *ar = arena_of_thread(n);
+  struct arena *ar = arena_of_thread();
   bool lk = arena_lock_if_needed(ar);
   void *p = int_malloc(ar, n);
   arena_unlock_if(ar, lk);
-  if (!p && (ar = arena_retry(ar, n)) != NULL) {
+  if (!p && (ar = arena_retry(ar)) != NULL) {
     arena_lock(ar);
     p = int_malloc(ar, n);
     arena_unlock(ar);
@@ -336,11 +336,11 @@ static void *aligned_core(size_t alignment, size_t n) {
     errno = ENOMEM;
     return NULL;
   }
-  struct arena *ar = arena_of_thread(n);
+  struct arena *ar = arena_of_thread();
   arena_lock(ar);
   void *p = int_memalign(ar, alignment, n);
   arena_unlock(ar);
-  if (!p && (ar = arena_retry(ar, n)) != NULL) {
+  if (!p && (ar = arena_retry(ar)) != NULL) {
     arena_lock(ar);
     p = int_memalign(ar, alignment, n);
     arena_unlock(ar);

@@ -54,23 +54,18 @@ static void stats_sub(size_t len, enum hp_region_kind kind) {
   if (kind == HP_REGION_HUGETLB) atomic_fetch_sub_explicit(&mp.mmapped_hugetlb, len, memory_order_relaxed);
 }
 
-/* Map a chunk of at least nb bytes whose memory is aligned to `alignment`
-   (0 or <= 16: the default).  Returns the user pointer or NULL (errno ENOMEM).  */
-void *mmap_chunk(size_t nb, size_t alignment) {
-  if (alignment <= HP_ALIGN) alignment = 0;
-  size_t len = nb + SIZE_SZ + (alignment ? alignment : 0);
+/* Map a chunk of at least nb bytes (offset 0: int_memalign moves the
+   chunk start inside the mapping when it needs an alignment).  Returns the
+   user pointer or NULL (errno ENOMEM).  */
+void *mmap_chunk(size_t nb) {
+  size_t len = nb + SIZE_SZ;
   if (len < nb) { errno = ENOMEM; return NULL; }
   enum hp_region_kind kind;
   char *base = region_map_chunk(&len, &kind);
   if (!base) return NULL;
-  size_t offset = 0;
-  if (alignment) {
-    uintptr_t mem = align_up((uintptr_t)base + CHUNK_HDR, alignment);
-    offset = mem - CHUNK_HDR - (uintptr_t)base;
-  }
-  struct chunk *c = (struct chunk *)(base + offset);
-  c->prev_size = offset | kind;
-  set_head(c, (len - offset) | IS_MMAPPED);
+  struct chunk *c = (struct chunk *)base;
+  c->prev_size = kind;
+  set_head(c, len | IS_MMAPPED);
   stats_add(len, kind);
   return chunk2mem(c);
 }
@@ -91,7 +86,7 @@ void munmap_chunk(struct chunk *c) {
     mp.trim_threshold = 2 * size;
   }
   stats_sub(total, kind);
-  region_unmap_chunk((char *)c - mm_offset(c), total, kind);
+  region_unmap_chunk((char *)c - mm_offset(c), total);
 }
 
 /* Resize a mapped chunk to hold nb bytes, in place or by moving the

@@ -286,8 +286,7 @@ void *region_map_chunk(size_t *len, enum hp_region_kind *kind) {
   return p;
 }
 
-void region_unmap_chunk(void *p, size_t len, enum hp_region_kind kind) {
-  (void)kind;
+void region_unmap_chunk(void *p, size_t len) {
   int saved = errno;
   hp_kernel.unmap(p, len);
   errno = saved;

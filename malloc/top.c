@@ -187,7 +187,7 @@ static int main_first_heap(struct arena *ar, size_t nb) {
    with errno ENOMEM.  */
 void *sys_grow(struct arena *ar, size_t nb) {
   if (mmap_chunk_wanted(nb)) {
-    void *p = mmap_chunk(nb, 0);
+    void *p = mmap_chunk(nb);
     if (p) return p;
   }
   int ok;
@@ -198,7 +198,7 @@ void *sys_grow(struct arena *ar, size_t nb) {
   if (m) return m;
   /* last resort: map it on its own even below the threshold */
   if (mp.n_mmaps < (size_t)mp.n_mmaps_max) {
-    void *p = mmap_chunk(nb, 0);
+    void *p = mmap_chunk(nb);
     if (p) return p;
   }
   errno = ENOMEM;

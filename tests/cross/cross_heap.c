@@ -4,10 +4,12 @@
  *
  *   cross_heap MIN_ADDRESS_HEX
  *
- * Allocates small blocks from the main arena and from a thread, and a
- * large block, in the hugetlb mode GLIBC_TUNABLES gives, and checks that
- * every heap block lies at or above MIN_ADDRESS (1 TiB for a POWER hash
- * MMU: heap regions in 1 TiB segments).  Prints "N passed, N failed".
+ * Allocates small blocks from the main arena, in the hugetlb mode
+ * GLIBC_TUNABLES gives, and checks that they lie at or above MIN_ADDRESS
+ * (1 TiB for a POWER hash MMU: heap regions in 1 TiB segments).  A thread
+ * arena is made too and must serve a block; where it lands is not checked:
+ * the hint is taken by the main heap, and the kernel's own choice is above
+ * 1 TiB anyway, so such a check could not fail.  Prints "N passed, N failed".
  * MIT licence.  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -46,7 +48,7 @@ int main(int argc, char **argv) {
   pthread_t t;
   void *from_thread = NULL;
   if (pthread_create(&t, NULL, thread_alloc, NULL) == 0) pthread_join(t, &from_thread);
-  check(from_thread && (uintptr_t)from_thread >= min_addr, "thread-arena block at or above the floor", from_thread);
+  check(from_thread != NULL, "a thread arena serves a block", from_thread);
   /* a block served from the heap whatever the mode: below the mmap threshold */
   void *mid = hpt_malloc(64 << 10);
   check(mid && (uintptr_t)mid >= min_addr, "64 KiB heap block at or above the floor", mid);

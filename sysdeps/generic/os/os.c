@@ -10,6 +10,7 @@
  * compile-tested there); the feature tests below are on flags, not on the
  * OS.  Contracts are in hp_sys.h.  */
 #include "hp_sys.h"
+#include "hp_posix.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -132,33 +133,12 @@ hp_os_ncpus (void)
   return 1;
 }
 
-static inline uint64_t
-os_mix64 (uint64_t x)
-{
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-/* No portable non-blocking entropy call: the clock, the process id and
-   addresses that ASLR moves, mixed.  Best effort, as the contract allows.  */
+/* No portable non-blocking entropy call: best effort, as the contract
+   allows.  */
 void
 hp_os_random (void *buf, size_t n)
 {
-  unsigned char *out = buf;
-  struct timespec ts = { 0, 0 };
-  uint64_t s;
-
-  clock_gettime (CLOCK_REALTIME, &ts);
-  s = (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-  s ^= (uint64_t) getpid () << 32 ^ (uint64_t) (uintptr_t) &ts ^ (uint64_t) (uintptr_t) buf;
-  for (size_t i = 0; i < n; i++)
-    {
-      if (i % 8 == 0)
-        s = os_mix64 (s);
-      out[i] = (unsigned char) (s >> (8 * (i % 8)));
-    }
+  hp_posix_weak_random (buf, n, (uint64_t) getpid ());
 }
 
 /* ---------------------------------------------------------------- probe */

@@ -4,6 +4,7 @@
  * Contracts are in hp_sys.h.  Nothing here allocates: no stdio, no opendir,
  * no getenv; files are read into stack buffers.  */
 #include "hp_linux.h"
+#include "hp_posix.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -225,39 +226,17 @@ hp_os_ncpus (void)
 
 /* ---------------------------------------------------------------- randomness */
 
-static inline uint64_t
-os_mix64 (uint64_t x)
-{
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-/* Fill what getrandom could not: the kernel's 16 AT_RANDOM bytes (also the
-   stack protector's seed, so only ever mixed, never copied out), the clock,
-   and addresses that ASLR moves.  */
-static inline void
+/* What getrandom could not fill: mixed from the kernel's 16 AT_RANDOM bytes
+   (also the stack protector's seed, so only ever mixed, never copied out),
+   the clock and addresses.  */
+static void
 os_weak_random (unsigned char *out, size_t n)
 {
-  struct timespec ts = { 0, 0 };
   const void *at = (const void *) getauxval (AT_RANDOM);
-  uint64_t s, seed[2];
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  s = (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-  s ^= (uint64_t) (uintptr_t) &ts ^ ((uint64_t) (uintptr_t) &hp_os_random << 17);
+  uint64_t seed[2] = { 0, 0 };
   if (at != NULL)
-    {
-      memcpy (seed, at, sizeof seed);
-      s ^= os_mix64 (seed[0]) ^ os_mix64 (seed[1] + s);
-    }
-  for (size_t i = 0; i < n; i++)
-    {
-      if (i % 8 == 0)
-        s = os_mix64 (s);
-      out[i] = (unsigned char) (s >> (8 * (i % 8)));
-    }
+    memcpy (seed, at, sizeof seed);
+  hp_posix_weak_random (out, n, seed[0] ^ (seed[1] << 1));
 }
 
 void
