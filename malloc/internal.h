@@ -37,6 +37,7 @@ struct region {
   size_t committed;        /* bytes from base that are readable and writable */
   size_t page;             /* commit granularity: base page or huge page */
   enum hp_region_kind kind;
+  bool guard;              /* an inaccessible page of ours sits right below base */
 };
 
 HP_INTERNAL int region_reserve(struct region *r, size_t len, size_t align, enum hp_region_kind want);

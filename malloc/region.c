@@ -113,8 +113,25 @@ static void *map_aligned(size_t len, size_t align, uintptr_t hint, enum hp_prot 
                          unsigned flags, size_t huge) {
   void *p = hint ? NULL : map_below_last(len, align, prot, flags, huge);
   if (!p) p = map_aligned_anywhere(len, align, hint, prot, flags, huge);
-  if (p) note_region(p);
   return p;
+}
+
+/* A heap starts with its header and first chunks, and the kernel hands
+   out addresses downwards: the next mapping anyone makes (a large block of
+   ours, the program's own) tends to end right where a heap begins, so a
+   linear overflow off its end, or a MAP_FIXED over "the page after my
+   block" (glibc's tst-free-errno does exactly that), would land on heap
+   metadata.  One inaccessible page below each heap keeps its neighbour
+   out.  Best effort: when the page is taken, the heap goes without.  */
+static bool add_guard(char *base) {
+  char *g = base - mp.page;
+  if ((uintptr_t)base < mp.page) return false;
+  int saved = errno;
+  void *q = hp_kernel.map(g, mp.page, HP_PROT_NONE, HP_MAP_NORESERVE | HP_MAP_FIXED_NOREPLACE, 0);
+  errno = saved;
+  if (q == g) return true;
+  if (q) hp_kernel.unmap(q, mp.page);
+  return false;
 }
 
 static uintptr_t next_hint(enum hp_region_kind kind) {
@@ -154,14 +171,19 @@ static int reserve_normal(struct region *r, size_t len, size_t align, enum hp_re
   return 0;
 }
 
+static void placed(struct region *r) {
+  r->guard = add_guard(r->base);
+  note_region(r->guard ? r->base - mp.page : r->base);
+}
+
 int region_reserve(struct region *r, size_t len, size_t align, enum hp_region_kind want) {
   int saved = errno;
   if (want == HP_REGION_HUGETLB) {
-    if (reserve_hugetlb(r, len, align) == 0) { errno = saved; return 0; }
+    if (reserve_hugetlb(r, len, align) == 0) { placed(r); errno = saved; return 0; }
     note_hugetlb_failure();
     want = mp.thp_size ? HP_REGION_THP : HP_REGION_BASE;
   }
-  if (reserve_normal(r, len, align, want) == 0) { errno = saved; return 0; }
+  if (reserve_normal(r, len, align, want) == 0) { placed(r); errno = saved; return 0; }
   return -1;
 }
 
@@ -243,8 +265,10 @@ void region_decommit(struct region *r, size_t downto) {
 void region_release(struct region *r) {
   int saved = errno;
   hp_kernel.unmap(r->base, r->reserved);
+  if (r->guard) hp_kernel.unmap(r->base - mp.page, mp.page);
   errno = saved;
   r->reserved = r->committed = 0;
+  r->guard = false;
 }
 
 /* Is rounding len up to whole pages of size hp cheap enough?  */

@@ -244,11 +244,14 @@ Test(region, thp_reserve_aligns_and_advises_before_commit) {
   cr_assert(fk.calls[0].flags & HP_MAP_NORESERVE);
   cr_assert_eq(fk.calls[0].flags & HP_MAP_HUGETLB, 0);
   expect_call(1, OP_ADVISE, (uintptr_t)r.base, 8 * MiB, HP_ADV_HUGEPAGE);
+  expect_call(2, OP_MAP, (uintptr_t)r.base - 4096, 4096, HP_PROT_NONE);
+  cr_assert(fk.calls[2].flags & HP_MAP_FIXED_NOREPLACE, "the guard never replaces a mapping");
+  cr_assert(r.guard);
   cr_assert_eq(region_commit(&r, 1), 0);
   cr_assert_eq(r.committed, 2 * MiB, "commit rounds to the huge page");
-  expect_call(2, OP_PROTECT, (uintptr_t)r.base, 2 * MiB, HP_PROT_RW);
+  expect_call(3, OP_PROTECT, (uintptr_t)r.base, 2 * MiB, HP_PROT_RW);
   cr_assert_eq(region_commit(&r, 5 * MiB), 0);
-  expect_call(3, OP_PROTECT, (uintptr_t)r.base + 2 * MiB, 4 * MiB, HP_PROT_RW);
+  expect_call(4, OP_PROTECT, (uintptr_t)r.base + 2 * MiB, 4 * MiB, HP_PROT_RW);
   cr_assert_eq(r.committed, 6 * MiB);
   cr_assert_eq(atomic_load(&mp.fallbacks_thp), 0);
 }
@@ -533,7 +536,9 @@ Test(region, hugetlb_over_reserve_and_trim) {
   expect_call(3, OP_UNMAP, raw, aligned - raw, -1);
   expect_call(4, OP_UNMAP, aligned + 8 * MiB, span - (aligned - raw) - 8 * MiB, -1);
   cr_assert_eq(fk.calls[4].len, 4 * MiB);
-  cr_assert_eq(fk.n, 5);
+  expect_call(5, OP_MAP, aligned - 4096, 4096, HP_PROT_NONE);
+  cr_assert_eq(fk.calls[5].flags & HP_MAP_HUGETLB, 0, "the guard is a base page");
+  cr_assert_eq(fk.n, 6);
 }
 
 Test(region, base_over_reserve_trims_head_and_tail) {
@@ -662,9 +667,36 @@ Test(region, release_unmaps_whole_reservation) {
   cr_assert_eq(region_commit(&r, 2 * MiB), 0);
   void *base = r.base;
   region_release(&r);
-  expect_call(fk.n - 1, OP_UNMAP, (uintptr_t)base, 6 * MiB, -1);
+  expect_call(fk.n - 2, OP_UNMAP, (uintptr_t)base, 6 * MiB, -1);
+  expect_call(fk.n - 1, OP_UNMAP, (uintptr_t)base - 4096, 4096, -1);
   cr_assert_eq(r.reserved, 0);
   cr_assert_eq(r.committed, 0);
+  cr_assert_not(r.guard);
+}
+
+Test(region, heap_goes_without_guard_when_the_page_below_is_taken) {
+  fake_kernel(1, 2 * MiB, 0);
+  uintptr_t s[] = { FAKE_BASE + 2 * GiB, FAIL_MAP };
+  script_maps(2, s);
+  struct region r;
+  cr_assert_eq(region_reserve(&r, 4 * MiB, 0, HP_REGION_THP), 0);
+  cr_assert_eq((uintptr_t)r.base, FAKE_BASE + 2 * GiB);
+  cr_assert_not(r.guard);
+  size_t n0 = fk.n;
+  region_release(&r);
+  cr_assert_eq(fk.n, n0 + 1, "only the region is unmapped, never the neighbour's page");
+  expect_call(n0, OP_UNMAP, FAKE_BASE + 2 * GiB, 4 * MiB, -1);
+}
+
+Test(region, guard_kept_out_of_the_next_heap) {
+  /* heaps are placed right below the lowest one: below its guard */
+  fake_kernel(1, 2 * MiB, 0);
+  struct region a, b;
+  cr_assert_eq(region_reserve(&a, 64 * MiB, 64 * MiB, HP_REGION_THP), 0);
+  cr_assert(a.guard);
+  cr_assert_eq(region_reserve(&b, 64 * MiB, 64 * MiB, HP_REGION_THP), 0);
+  cr_assert_leq((uintptr_t)b.base + b.reserved, (uintptr_t)a.base - 4096);
+  cr_assert(b.guard);
 }
 
 /* ================================================================ mapped chunks */
