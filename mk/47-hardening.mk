@@ -1,0 +1,36 @@
+# Hardening (issue 6; tests/hardening/, tests/unit/test_faults.c).
+#
+#   make check-hardening   (in `make check`) misuse caught with glibc's
+#                          messages (on glibc too, which validates them),
+#                          hostile tunables and the setuid path, RLIMIT_AS,
+#                          a hugetlb pool running dry mid-run (root)
+#   make check-soak        (not in `make check`) threads, cross-thread
+#                          frees, fork, modes 1 and 2, RSS after the load;
+#                          SOAK_SECONDS per mode (default 60)
+#   make check-sanitize    (not in `make check`) the unit tests built with
+#                          -fsanitize=address,undefined, in $(BUILD)/sanitize
+# The fault-injection test (tests/unit/test_faults.c) is a unit test:
+# check-unit builds and runs it in modes 0-2.
+HARD_DIR    := $(BUILD)/tests/hardening
+HARD_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -D_GNU_SOURCE -Iinclude
+# the misuse is deliberate: keep the compiler from warning about or folding it
+HARD_MISUSE_FLAGS := -fno-builtin -Wno-use-after-free -Wno-free-nonheap-object -Wno-array-bounds \
+                     -Wno-missing-field-initializers
+HARD_BINS := $(HARD_DIR)/misuse $(HARD_DIR)/misuse-static
+
+# plain: runs on glibc and under LD_PRELOAD
+$(HARD_DIR)/misuse: tests/hardening/misuse.c
+	@mkdir -p $(dir $@)
+	$(CC) $(HARD_CFLAGS) $(HARD_MISUSE_FLAGS) -o $@ $< -lpthread
+
+$(HARD_DIR)/misuse-static: tests/hardening/misuse.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(HARD_CFLAGS) $(HARD_MISUSE_FLAGS) -static -o $@ $< $(LIB_A) -lpthread
+
+.PHONY: check-hardening hardening-bins
+hardening-bins: $(HARD_BINS)
+
+check-hardening: all $(HARD_BINS)
+	@BUILD=$(BUILD) bash tests/hardening/run.sh
+
+CHECK_TARGETS += check-hardening
