@@ -16,7 +16,7 @@ HARD_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -D_GNU_SOURCE -Iinclude
 # the misuse is deliberate: keep the compiler from warning about or folding it
 HARD_MISUSE_FLAGS := -fno-builtin -Wno-use-after-free -Wno-free-nonheap-object -Wno-array-bounds \
                      -Wno-missing-field-initializers
-HARD_BINS := $(HARD_DIR)/misuse $(HARD_DIR)/misuse-static $(HARD_DIR)/tunables_probe
+HARD_BINS := $(HARD_DIR)/misuse $(HARD_DIR)/misuse-static $(HARD_DIR)/tunables_probe $(HARD_DIR)/limits
 
 # plain: runs on glibc and under LD_PRELOAD
 $(HARD_DIR)/misuse: tests/hardening/misuse.c
@@ -31,6 +31,11 @@ $(HARD_DIR)/misuse-static: tests/hardening/misuse.c $(LIB_A)
 $(HARD_DIR)/tunables_probe: tests/hardening/tunables_probe.c $(LIB_TEST)
 	@mkdir -p $(dir $@)
 	$(CC) $(TEST_CFLAGS) -o $@ $< $(LIB_TEST) -lpthread
+
+# RLIMIT_AS and a hugetlb pool running dry: the library itself, linked
+$(HARD_DIR)/limits: tests/hardening/limits.c include/hpmalloc.h $(LIB_SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(HARD_CFLAGS) -o $@ $< -L$(BUILD)/lib -lhpmalloc -Wl,-rpath,$(abspath $(BUILD)/lib) -lpthread
 
 .PHONY: check-hardening hardening-bins
 hardening-bins: $(HARD_BINS)

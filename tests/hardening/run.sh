@@ -133,6 +133,36 @@ else
   rm -rf "$sd"
 fi
 
+# --- address-space limit ----------------------------------------------------
+for m in 0 1 2; do
+  for c in as tight; do
+    run "RLIMIT_AS ($c), hugetlb=$m" env GLIBC_TUNABLES=glibc.malloc.hugetlb=$m timeout 120 "$bin/limits" $c
+  done
+done
+
+# --- a hugetlb pool running dry mid-run (root: the pool is sized, then restored)
+nr=/proc/sys/vm/nr_hugepages
+if [ "$(id -u)" != 0 ] || [ ! -w "$nr" ]; then
+  skp "hugetlb pool exhaustion: needs root to size the pool ($nr)"
+elif ! grep -q '^Hugepagesize:' /proc/meminfo; then
+  skp "hugetlb pool exhaustion: the kernel has no hugetlbfs"
+else
+  old=$(cat "$nr")
+  trap 'echo "$old" > "$nr"' EXIT
+  # pages others hold stay theirs; the free part of the pool becomes 16 pages
+  held_by_others=$(( $(awk '/^HugePages_Total:/ {print $2}' /proc/meminfo) - $(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo) ))
+  echo $(( held_by_others + 16 )) > "$nr"
+  out=$(GLIBC_TUNABLES=glibc.malloc.hugetlb=2 timeout 120 "$bin/limits" pool 2>&1); rc=$?
+  echo "$old" > "$nr"
+  trap - EXIT
+  if [ "$(cat "$nr")" != "$old" ]; then bad "hugetlb pool: could not restore $nr to $old"; fi
+  case $rc in
+    0) ok "hugetlb pool exhaustion, hugetlb=2: $out" ;;
+    77) skp "hugetlb pool exhaustion: $out" ;;
+    *) bad "hugetlb pool exhaustion, hugetlb=2 (exit $rc): $out" ;;
+  esac
+fi
+
 mkdir -p "$BUILD/summary"
 echo "hardening: $pass passed, $fail failed, $skip skipped" | tee "$BUILD/summary/hardening.txt"
 [ "$fail" -eq 0 ]
