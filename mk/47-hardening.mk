@@ -44,3 +44,15 @@ check-hardening: all $(HARD_BINS)
 	@BUILD=$(BUILD) bash tests/hardening/run.sh
 
 CHECK_TARGETS += check-hardening
+
+# --- soak (not in `make check`) ---------------------------------------------
+SOAK_SECONDS ?= 60
+SOAK_HUGEPAGES ?= 0
+$(HARD_DIR)/soak: tests/hardening/soak.c include/hpmalloc.h $(LIB_SO)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -D_GNU_SOURCE -Iinclude -o $@ $< -L$(BUILD)/lib -lhpmalloc \
+	  -Wl,-rpath,$(abspath $(BUILD)/lib) -lpthread
+
+.PHONY: check-soak
+check-soak: all $(HARD_DIR)/soak
+	@BUILD=$(BUILD) SOAK_SECONDS=$(SOAK_SECONDS) SOAK_HUGEPAGES=$(SOAK_HUGEPAGES) bash tests/hardening/soak.sh
