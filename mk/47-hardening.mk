@@ -56,3 +56,30 @@ $(HARD_DIR)/soak: tests/hardening/soak.c include/hpmalloc.h $(LIB_SO)
 .PHONY: check-soak
 check-soak: all $(HARD_DIR)/soak
 	@BUILD=$(BUILD) SOAK_SECONDS=$(SOAK_SECONDS) SOAK_HUGEPAGES=$(SOAK_HUGEPAGES) bash tests/hardening/soak.sh
+
+# --- sanitizers (not in `make check`) ---------------------------------------
+# The unit tests and the test build of the library they link, compiled with
+# ASan and UBSan in $(BUILD)/sanitize and run as check-unit runs them (modes
+# 0-2).  The library's API is renamed hpt_* in that build, so the tests and
+# Criterion keep ASan's own malloc; ASan does not see inside hpmalloc's
+# blocks (they come from mmap: the validator and valgrind check those), but
+# it checks the tests and whatever else the allocator's code touches
+# (stack, globals, the fake kernel's tables), and UBSan checks the
+# allocator's arithmetic.  Any report ends the test (-fno-sanitize-recover).
+# test_sysdeps defines malloc/calloc/realloc/free itself (to count calls
+# into glibc's __libc_malloc), which ASan's own interposed allocator cannot
+# share a process with: it runs with UBSan only, from $(BUILD)/sanitize-ub.
+SANITIZE_FLAGS ?= -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+UBSAN_FLAGS    ?= -fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+SAN_BINS := $(patsubst $(BUILD)/%,$(BUILD)/sanitize/%,$(filter-out %/test_sysdeps,$(UNIT_BINS))) \
+            $(BUILD)/sanitize-ub/tests/unit/test_sysdeps
+.PHONY: check-sanitize
+check-sanitize:
+	@$(MAKE) --no-print-directory -j2 BUILD=$(BUILD)/sanitize CFLAGS="$(SANITIZE_FLAGS)" \
+	  $(filter $(BUILD)/sanitize/%,$(SAN_BINS))
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/sanitize-ub CFLAGS="$(UBSAN_FLAGS)" $(BUILD)/sanitize-ub/tests/unit/test_sysdeps
+	@rc=0; for m in 0 1 2; do for t in $(SAN_BINS); do echo "--- $$t (glibc.malloc.hugetlb=$$m)"; \
+	  ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=1} GLIBC_TUNABLES=glibc.malloc.hugetlb=$$m \
+	  HPMALLOC_TEST_FIXTURES=$(CURDIR)/tests/fixtures $$t --jobs=2 || rc=1; \
+	  done; done; \
+	  if [ $$rc = 0 ]; then echo "check-sanitize: passed"; else echo "check-sanitize: FAILED"; fi; exit $$rc
