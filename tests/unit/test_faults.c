@@ -90,6 +90,7 @@ static struct {
   long mapped;                /* net bytes mapped through the table */
   size_t unmap_failed;        /* bytes left mapped by failed munmaps */
   bool emulate_hugetlb;
+  bool misplace;              /* MAP_FIXED_NOREPLACE taken as a mere hint, and not honoured (old kernels, qemu-user) */
   pthread_mutex_t lock;
 } fw = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -141,6 +142,10 @@ static void *emulated_hugetlb(void *addr, size_t len, enum hp_prot prot, unsigne
 
 static __attribute__((noinline)) void *w_map(void *addr, size_t len, enum hp_prot prot, unsigned flags, size_t huge) {
   if (inject(K_MAP, __builtin_return_address(0))) return NULL;
+  if (fw.misplace && (flags & HP_MAP_FIXED_NOREPLACE)) {
+    flags &= ~(unsigned)HP_MAP_FIXED_NOREPLACE;
+    addr = NULL;
+  }
   void *p = fw.emulate_hugetlb && (flags & HP_MAP_HUGETLB) ? emulated_hugetlb(addr, len, prot, flags, huge)
                                                            : real.map(addr, len, prot, flags, huge);
   if (p) add_mapped((long)len);
@@ -326,6 +331,18 @@ static void workload(int mode0) {
   for (int i = 0; i < 300; i++) do_malloc(1 + rnd() % 1200);
   free_every(3, 1);
   for (int i = 0; i < 20; i++) do_malloc(2 * KiB + rnd() % (200 * KiB));
+  for (int i = 0; i < 40; i++) do_malloc(100 * KiB); /* a heap of a few MiB */
+  /* mode 0: switching to THP advises the base-page heap and collapses
+     what it holds (MADV_COLLAPSE); then back, with mode 0's padding and
+     thresholds again for the rest */
+  if (mode0 == 0 && mp.thp_size) {
+    size_t pad = mp.top_pad, trim = mp.trim_threshold, mmap_thr = mp.mmap_threshold;
+    hpt_mallopt(HPMALLOC_M_HUGETLB, 1);
+    hpt_mallopt(HPMALLOC_M_HUGETLB, 0);
+    mp.top_pad = pad;
+    mp.trim_threshold = trim;
+    mp.mmap_threshold = mmap_thr;
+  }
   /* mapped on their own (or from the heap where huge pages would waste too much) */
   do_malloc(1 * MiB + 123);
   do_malloc(4 * MiB - 4096);
@@ -353,8 +370,6 @@ static void workload(int mode0) {
   free_every(2, 0);
   hpt_malloc_trim(0);
   for (int i = 0; i < 50; i++) do_malloc(1 + rnd() % 4000);
-  /* switching a base-page heap to THP advises and collapses it */
-  if (mode0 == 0 && mp.thp_size) hpt_mallopt(HPMALLOC_M_HUGETLB, 1);
   for (size_t i = 0; i < nblks; i++) verify(&blks[i], "after the workload");
   hpmalloc_check_heap();
 }
@@ -489,6 +504,10 @@ static void print_summary(const char *name, const struct report *base, const str
           base->kind_calls[K_ADVISE], base->kind_calls[K_REMAP], base->kind_calls[K_RESIDENT], s->runs,
           s->with_nulls, s->nsites, per[K_MAP], per[K_UNMAP], per[K_PROTECT], per[K_ADVISE], per[K_REMAP],
           per[K_RESIDENT]);
+  /* HP_FAULTS_SITES=1: the return addresses, for addr2line (run under
+     `setarch -R` so a PIE loads at 0x555555554000) */
+  if (getenv("HP_FAULTS_SITES"))
+    for (size_t i = 0; i < s->nsites; i++) fprintf(stderr, "site %s %p\n", kop_name[s->site_kind[i]], s->sites[i]);
 }
 
 static struct report baseline(void) {
@@ -522,6 +541,25 @@ Test(faults, each_call_fails_once, .timeout = 240) {
   cr_assert_eq(rep->fired, 0);
   cr_assert_eq(rep->calls, base.calls);
   print_summary("each_call_fails_once", &base, &s);
+}
+
+/* A kernel that takes MAP_FIXED_NOREPLACE as a hint and maps elsewhere:
+   the guard page, the heap placed below the last one and the in-place
+   extension are all given up (their mappings unmapped again), and each
+   of those calls can fail too.  */
+Test(faults, fixed_noreplace_ignored_each_call_fails_once, .timeout = 240) {
+  setup();
+  fw.misplace = true;
+  struct report base = baseline();
+  struct summary s = { 0 };
+  char what[128];
+  for (long k = 1; k <= base.calls; k++) {
+    snprintf(what, sizeof what, "MAP_FIXED_NOREPLACE ignored, call %ld of %ld fails", k, base.calls);
+    run(F_SINGLE, k, 0, what);
+    cr_assert_eq(rep->fired, 1, "%s: the call was never made (the workload is not deterministic?)", what);
+    add_sites(&s);
+  }
+  print_summary("fixed_noreplace_ignored_each_call_fails_once", &base, &s);
 }
 
 Test(faults, every_call_of_a_kind_fails_from_the_kth, .timeout = 240) {
