@@ -4,8 +4,9 @@
 # $BUILD/summary/hardening.txt.
 set -u
 BUILD=${BUILD:-build}
-lib=$PWD/$BUILD/lib/libhpmalloc.so
-bin=$PWD/$BUILD/tests/hardening
+case $BUILD in /*) root=$BUILD ;; *) root=$PWD/$BUILD ;; esac
+lib=$root/lib/libhpmalloc.so
+bin=$root/tests/hardening
 pass=0; fail=0; skip=0
 ok()   { echo "PASS  $*"; pass=$((pass+1)); }
 bad()  { echo "FAIL  $*"; fail=$((fail+1)); }
@@ -35,6 +36,11 @@ probe=$bin/tunables_probe
 # the probe's parameters, without the line naming the variables it saw
 params() { grep -v '^seen='; }
 base=$(env -i "$probe" | params)
+probe_ok=1
+if ! grep -q '^tcache_count=7$' <<<"$base" || ! grep -q '^secure=0$' <<<"$base"; then
+  bad "tunables: the probe ($probe) did not print the defaults: '$base'"
+  probe_ok=0
+fi
 long_x=$(head -c 100000 /dev/zero | tr '\0' x)
 long_0=$(head -c 99990 /dev/zero | tr '\0' 0)
 long_a=$(head -c 100000 /dev/zero | tr '\0' a)
@@ -51,10 +57,12 @@ tunable() {
     want=$(sed "s/^${f%%=*}=.*/$f/" <<<"$want")
   done
   for f in "$@"; do args+=(-e "$f"); done
-  local got err
-  got=$("$probe" "${args[@]}" -- 2>"$bin/tunables.err" | params)
+  [ "$probe_ok" = 1 ] || { bad "tunables, $name: no baseline"; return; }
+  local got err rc
+  got=$("$probe" "${args[@]}" -- 2>"$bin/tunables.err"); rc=$?
+  got=$(params <<<"$got")
   err=$(cat "$bin/tunables.err")
-  if [ "$got" = "$want" ] && [ -z "$err" ]; then ok "tunables, $name: ${changes:-nothing changed}"
+  if [ "$rc" = 0 ] && [ "$got" = "$want" ] && [ -z "$err" ]; then ok "tunables, $name: ${changes:-nothing changed}"
   else bad "tunables, $name: wanted changes '${changes}'"; diff <(echo "$want") <(echo "$got") | sed 's/^/      /'
     [ -n "$err" ] && echo "      stderr: $err"; fi
 }

@@ -5,7 +5,7 @@
 # uses whatever pool the machine has (none: every heap falls back to THP).
 set -u
 BUILD=${BUILD:-build}
-bin=$PWD/$BUILD/tests/hardening/soak
+case $BUILD in /*) bin=$BUILD/tests/hardening/soak ;; *) bin=$PWD/$BUILD/tests/hardening/soak ;; esac
 secs=${SOAK_SECONDS:-60}
 pages=${SOAK_HUGEPAGES:-0}
 nr=/proc/sys/vm/nr_hugepages
