@@ -48,6 +48,7 @@ CHECK_TARGETS += check-hardening
 # --- soak (not in `make check`) ---------------------------------------------
 SOAK_SECONDS ?= 60
 SOAK_HUGEPAGES ?= 0
+SOAK_TUNABLES ?=
 $(HARD_DIR)/soak: tests/hardening/soak.c include/hpmalloc.h $(LIB_SO)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -D_GNU_SOURCE -Iinclude -o $@ $< -L$(BUILD)/lib -lhpmalloc \
@@ -55,7 +56,8 @@ $(HARD_DIR)/soak: tests/hardening/soak.c include/hpmalloc.h $(LIB_SO)
 
 .PHONY: check-soak
 check-soak: all $(HARD_DIR)/soak
-	@BUILD=$(BUILD) SOAK_SECONDS=$(SOAK_SECONDS) SOAK_HUGEPAGES=$(SOAK_HUGEPAGES) bash tests/hardening/soak.sh
+	@BUILD=$(BUILD) SOAK_SECONDS=$(SOAK_SECONDS) SOAK_HUGEPAGES=$(SOAK_HUGEPAGES) SOAK_TUNABLES=$(SOAK_TUNABLES) \
+	  bash tests/hardening/soak.sh
 
 # --- sanitizers (not in `make check`) ---------------------------------------
 # The unit tests and the test build of the library they link, compiled with

@@ -16,8 +16,8 @@
  * block is freed.  When the time is up the workers stop, every block is
  * freed, malloc_trim(0) runs, and the memory the process holds (VmRSS plus
  * HugetlbPages) must be back within a bound of what it held before the
- * load: per arena two huge pages (or 4 MiB in mode 0) and 16 MiB for the
- * rest.  Prints one line of results; exit 0 on success.
+ * load: per arena two huge pages (of the hugetlb size if hugetlb pages
+ * were had, else 2 MiB) and 16 MiB for the rest.  Prints one line of results; exit 0 on success.
  *
  * Environment: SOAK_SECONDS, SOAK_THREADS (default 8).  Linked with
  * -lhpmalloc.  MIT licence.  */
@@ -240,7 +240,7 @@ int main(void) {
   free(malloc(1)); /* the allocator initialised: measure after */
   struct hpmalloc_stats st;
   hpmalloc_stats(&st, sizeof st);
-  size_t before = held_bytes(), peak = before;
+  size_t before = held_bytes(), peak = before, peak_hugetlb = 0;
   struct worker w[MAX_THREADS];
   uint64_t seed = 0x1234567887654321ull ^ (uint64_t)getpid();
   for (int i = 0; i < nthreads; i++) start(&w[i], xs(&seed));
@@ -256,6 +256,8 @@ int main(void) {
     }
     size_t h = held_bytes();
     if (h > peak) peak = h;
+    hpmalloc_stats(&st, sizeof st);
+    if (st.bytes_hugetlb > peak_hugetlb) peak_hugetlb = st.bytes_hugetlb;
     if (now() >= next_check) {
       hpmalloc_check_heap();
       atomic_fetch_add(&checks_done, 1);
@@ -281,7 +283,9 @@ int main(void) {
   hpmalloc_check_heap();
   size_t after = held_bytes();
   hpmalloc_stats(&st, sizeof st);
-  size_t page = st.huge_page_size ? st.huge_page_size : 2 * MiB;
+  /* the largest page a heap's top may end on: a hugetlb page if any was
+     had, else a THP-sized one (2 MiB also bounds mode 0's padding) */
+  size_t page = peak_hugetlb && st.huge_page_size > 2 * MiB ? st.huge_page_size : 2 * MiB;
   size_t bound = before + st.n_arenas * 2 * page + 16 * MiB;
   printf("soak: mode %d, %.0f s, %d threads at a time (%lu started), %lu operations (%.0f/s), %lu heap checks, %lu "
          "forks; at the end %zu blocks (%zu MiB) live; %zu arenas, %zu heaps; held (RSS + hugetlb) before %zu MiB, "

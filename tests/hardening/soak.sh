@@ -3,6 +3,8 @@
 # each (default 60).  SOAK_HUGEPAGES=N (root): give mode 2 a pool of N free
 # huge pages (beyond any others hold), restored afterwards; by default mode 2
 # uses whatever pool the machine has (none: every heap falls back to THP).
+# SOAK_TUNABLES: more GLIBC_TUNABLES entries for both modes, e.g.
+# hpmalloc.hugetlb_size=1073741824 (1 GiB pages, usually a dry pool).
 set -u
 BUILD=${BUILD:-build}
 case $BUILD in /*) bin=$BUILD/tests/hardening/soak ;; *) bin=$PWD/$BUILD/tests/hardening/soak ;; esac
@@ -22,7 +24,7 @@ for m in 1 2; do
     fi
   fi
   echo "--- soak, glibc.malloc.hugetlb=$m, ${secs} s ($(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo) free hugetlb pages)"
-  SOAK_SECONDS=$secs GLIBC_TUNABLES=glibc.malloc.hugetlb=$m timeout $(( ${secs%.*} * 3 + 120 )) "$bin" || rc=1
+  SOAK_SECONDS=$secs GLIBC_TUNABLES=glibc.malloc.hugetlb=$m${SOAK_TUNABLES:+:$SOAK_TUNABLES} timeout $(( ${secs%.*} * 3 + 120 )) "$bin" || rc=1
   if [ -n "${old:-}" ]; then echo "$old" > "$nr"; trap - EXIT; unset old; fi
 done
 [ "$rc" = 0 ] && echo "check-soak: passed" || echo "check-soak: FAILED"
