@@ -340,6 +340,9 @@ static int run_case(const struct misuse_case *c) {
   return 1;
 }
 
+/* Defined when hpmalloc is the allocator (preloaded or linked).  */
+extern const char *hpmalloc_version(void) __attribute__((weak));
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   setenv("LIBC_FATAL_STDERR_", "1", 1);
@@ -356,6 +359,7 @@ int main(int argc, char **argv) {
     ran++;
     failed += run_case(&cases[i]);
   }
-  printf("misuse%s: %d of %d cases caught as expected\n", in_thread ? " (in a second thread)" : "", ran - failed, ran);
+  printf("misuse%s, allocator %s: %d of %d cases caught as expected\n", in_thread ? " (in a second thread)" : "",
+         hpmalloc_version ? "hpmalloc" : "glibc", ran - failed, ran);
   return failed || ran == 0 ? 1 : 0;
 }

@@ -12,23 +12,24 @@ ok()   { echo "PASS  $*"; pass=$((pass+1)); }
 bad()  { echo "FAIL  $*"; fail=$((fail+1)); }
 skp()  { echo "SKIP  $*"; skip=$((skip+1)); }
 
-# run NAME CMD...: PASS when CMD exits 0; its output is shown on failure.
+# run NAME CMD...: PASS when CMD exits 0 (and its last line contains
+# $want when that is set); its output is shown on failure.
 run() {
   local name=$1; shift
   local out
-  if out=$("$@" 2>&1); then ok "$name: $(tail -n 1 <<<"$out")"
-  else bad "$name"; sed 's/^/      /' <<<"$out"; fi
+  if out=$("$@" 2>&1) && [[ "$(tail -n 1 <<<"$out")" == *"${want:-}"* ]]; then ok "$name: $(tail -n 1 <<<"$out")"
+  else bad "$name${want:+ (wanted '$want')}"; sed 's/^/      /' <<<"$out"; fi
 }
 
 # --- misuse: glibc's messages, checked on glibc itself first ------------
 for t in "" -t; do
   where=${t:+, in a second thread}
-  run "misuse on glibc$where (validates the expected messages)" "$bin/misuse" $t
+  want="allocator glibc" run "misuse on glibc$where (validates the expected messages)" "$bin/misuse" $t
   for m in 0 1 2; do
-    run "misuse, hpmalloc preloaded, hugetlb=$m$where" \
+    want="allocator hpmalloc" run "misuse, hpmalloc preloaded, hugetlb=$m$where" \
       env GLIBC_TUNABLES=glibc.malloc.hugetlb=$m LD_PRELOAD="$lib" "$bin/misuse" $t
   done
-  run "misuse, hpmalloc linked statically$where" "$bin/misuse-static" $t
+  want="allocator hpmalloc" run "misuse, hpmalloc linked statically$where" "$bin/misuse-static" $t
 done
 
 # --- hostile tunables: only what they validly set changes ------------------
