@@ -155,12 +155,13 @@ if [ "$(id -u)" != 0 ] || [ ! -w "$nr" ]; then
   skp "hugetlb pool exhaustion: needs root to size the pool ($nr)"
 elif ! grep -q '^Hugepagesize:' /proc/meminfo; then
   skp "hugetlb pool exhaustion: the kernel has no hugetlbfs"
+elif held_by_others=$(( $(awk '/^HugePages_Total:/ {print $2}' /proc/meminfo) - $(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo) ));
+     [ "$held_by_others" -gt 0 ]; then
+  skp "hugetlb pool exhaustion: other processes hold $held_by_others hugetlb pages; the machine-wide pool is not resized under them"
 else
   old=$(cat "$nr")
   trap 'echo "$old" > "$nr"' EXIT
-  # pages others hold stay theirs; the free part of the pool becomes 16 pages
-  held_by_others=$(( $(awk '/^HugePages_Total:/ {print $2}' /proc/meminfo) - $(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo) ))
-  echo $(( held_by_others + 16 )) > "$nr"
+  echo 16 > "$nr"
   out=$(GLIBC_TUNABLES=glibc.malloc.hugetlb=2 timeout 120 "$bin/limits" pool 2>&1); rc=$?
   echo "$old" > "$nr"
   trap - EXIT
