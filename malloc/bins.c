@@ -145,9 +145,21 @@ void malloc_consolidate(struct arena *ar) {
 
 /* ------------------------------------------------------------------ free */
 
-static bool in_current_heap(const struct arena *ar, const struct chunk *p) {
-  const struct heap *h = ar->heap;
-  return h && (const char *)p >= h->reg.base && (const char *)p < h->reg.base + h->reg.committed;
+/* Does chunk p, `size` bytes, lie in the committed part of one of ar's
+   heaps, with room for the next chunk's header?  A thread arena's chunk
+   finds its heap by masking (arena_for_chunk read that header already);
+   the main arena has few heaps (each reservation doubles), the current one
+   first.  glibc checks only the main arena, against its one contiguous
+   heap: a chunk that is not ar's (a block whose header says "main arena"
+   in a thread's heap, as a free chunk's or top's does, or any wild
+   pointer) would otherwise be merged with whatever lies past it.  */
+static bool in_arena_heaps(const struct arena *ar, const struct chunk *p, size_t size) {
+  const struct heap *h = ar == &main_arena ? ar->heap : heap_for_ptr(p);
+  for (; h; h = ar == &main_arena ? h->prev : NULL) {
+    const char *lo = h->reg.base, *hi = lo + h->reg.committed, *c = (const char *)p;
+    if (c >= lo && c < hi) return size < (size_t)(hi - c);
+  }
+  return false;
 }
 
 /* Push p (of size <= max_fast) on its fastbin.  Needs no lock, as in
@@ -193,6 +205,8 @@ static struct chunk *fastbin_pop(struct arena *ar, unsigned idx, const char *una
     if (!v) return NULL;
     if (!aligned_ok((uintptr_t)chunk2mem(v))) hp_fatal(unaligned_msg);
     next = reveal_ptr(&v->fd, v->fd);
+    /* glibc checks the new head here when other threads may race */
+    if (next && !aligned_ok((uintptr_t)chunk2mem(next))) hp_fatal("malloc(): unaligned fastbin chunk detected");
   } while (!__atomic_compare_exchange_n(&ar->fastbins[idx], &v, next, true, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE));
   return v;
 }
@@ -207,8 +221,8 @@ static struct chunk *free_into_bins(struct arena *ar, struct chunk *p) {
     return NULL;
   }
   if (p == ar->top) hp_fatal("double free or corruption (top)");
-  if (in_current_heap(ar, p) && (char *)next >= (char *)ar->top + chunksize(ar->top))
-    hp_fatal("double free or corruption (out)");
+  /* in the current heap, this is glibc's "next chunk past top's end" */
+  if (!in_arena_heaps(ar, p, size)) hp_fatal("double free or corruption (out)");
   if (!prev_inuse(next)) hp_fatal("double free or corruption (!prev)");
   if (next->size <= CHUNK_HDR || chunksize(next) >= ar->system_mem) hp_fatal("free(): invalid next size (normal)");
   perturb_free(chunk2mem(p), size - CHUNK_HDR);
