@@ -161,9 +161,11 @@ struct arena *arena_retry(struct arena *ar) {
   struct arena *other = narenas > 1 ? reuse_arena(&main_arena) : NULL;
   if (other == &main_arena) other = NULL;
   else if (other) other->attached_threads--; /* a one-off, not a binding */
-  int idx = other ? 0 : (int)narenas++;
+  size_t limit = other ? 0 : arena_limit();
+  bool create = !other && (limit == 0 || narenas < limit); /* arena_max holds here too */
+  int idx = create ? (int)narenas++ : 0;
   list_unlock();
-  return other ? other : arena_new(idx);
+  return other ? other : create ? arena_new(idx) : NULL;
 }
 
 void arena_thread_detach(void) {

@@ -1,11 +1,19 @@
 /* region.c: reserving, committing and releasing address space, and the
  * huge-page policy.
  *
- * A region is reserved once (PROT_NONE, MAP_NORESERVE, aligned as the
- * caller and the architecture's placement ask), advised once when it is
+ * A region is reserved once (PROT_NONE, aligned as the caller and the
+ * architecture's placement ask), advised once when it is
  * meant for transparent huge pages, and then committed from its start
  * upwards in steps of its page size: the base page, or the huge page so
  * that huge pages stay whole.  Nothing above this file knows page sizes.
+ *
+ * Overcommit: an inaccessible private mapping costs no commit charge, and
+ * making part of it writable (committing) is charged then, as brk is, so
+ * the kernel's overcommit policy sees exactly the committed bytes and
+ * refuses what it would refuse glibc (malloc of more than RAM + swap is
+ * NULL under the default heuristic).  MAP_NORESERVE would hide the whole
+ * heap from that accounting; only hugetlb regions use it (the pool is
+ * their limit).
  *
  * Modes (mp.hugetlb_mode):
  *   0  base pages;
@@ -127,7 +135,7 @@ static bool add_guard(char *base) {
   char *g = base - mp.page;
   if ((uintptr_t)base < mp.page) return false;
   int saved = errno;
-  void *q = hp_kernel.map(g, mp.page, HP_PROT_NONE, HP_MAP_NORESERVE | HP_MAP_FIXED_NOREPLACE, 0);
+  void *q = hp_kernel.map(g, mp.page, HP_PROT_NONE, HP_MAP_FIXED_NOREPLACE, 0);
   errno = saved;
   if (q == g) return true;
   if (q) hp_kernel.unmap(q, mp.page);
@@ -160,7 +168,7 @@ static int reserve_normal(struct region *r, size_t len, size_t align, enum hp_re
   len = align_up(len, page);
   if (align < page) align = page;
   if (kind != HP_REGION_BASE && len >= hp_placement.align && align < hp_placement.align) align = hp_placement.align;
-  void *p = map_aligned(len, align, next_hint(kind), HP_PROT_NONE, HP_MAP_NORESERVE, 0);
+  void *p = map_aligned(len, align, next_hint(kind), HP_PROT_NONE, 0, 0);
   if (!p) return -1;
   *r = (struct region){ .base = p, .reserved = len, .page = page, .kind = kind };
   if (kind == HP_REGION_THP && hp_kernel.advise(p, len, HP_ADV_HUGEPAGE) != 0) {
@@ -191,8 +199,8 @@ int region_reserve(struct region *r, size_t len, size_t align, enum hp_region_ki
 int region_extend(struct region *r, size_t more) {
   more = align_up(more, r->page);
   char *end = r->base + r->reserved;
-  unsigned flags = HP_MAP_NORESERVE | HP_MAP_FIXED_NOREPLACE;
-  if (r->kind == HP_REGION_HUGETLB) flags |= HP_MAP_HUGETLB;
+  unsigned flags = HP_MAP_FIXED_NOREPLACE;
+  if (r->kind == HP_REGION_HUGETLB) flags |= HP_MAP_HUGETLB | HP_MAP_NORESERVE;
   enum hp_prot prot = r->kind == HP_REGION_HUGETLB ? HP_PROT_RW : HP_PROT_NONE;
   int saved = errno;
   char *p = hp_kernel.map(end, more, prot, flags, r->kind == HP_REGION_HUGETLB ? r->page : 0);

@@ -244,6 +244,46 @@ static void test_malloc_pow2(void) {
   }
 }
 
+/* A /proc/meminfo field in bytes, 0 when absent.  */
+static size_t meminfo_bytes(const char *key) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  size_t kb = 0, klen = strlen(key);
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, key, klen) == 0 && line[klen] == ':') kb = (size_t)strtoull(line + klen + 1, NULL, 10);
+  fclose(f);
+  return kb * KiB;
+}
+
+/* Under the kernel's default overcommit heuristic (vm.overcommit_memory =
+   0) one allocation larger than RAM + swap is refused: malloc is NULL with
+   ENOMEM, as glibc's, instead of an address the program cannot touch.  */
+static void test_malloc_beyond_commit(void) {
+  FILE *f = fopen("/proc/sys/vm/overcommit_memory", "r");
+  int policy = -1;
+  if (f) {
+    if (fscanf(f, "%d", &policy) != 1) policy = -1;
+    fclose(f);
+  }
+  if (policy != 0) SKIP_TEST("vm.overcommit_memory is %d, not the heuristic (0)", policy);
+  size_t ram = meminfo_bytes("MemTotal"), swap = meminfo_bytes("SwapTotal");
+  REQUIRE(ram > 0);
+  size_t big = 2 * (ram + swap);
+  errno = 0;
+  void *p = opaque(malloc(opaque_size(big)));
+  CHECK(p == NULL && errno == ENOMEM, "malloc(%zu GiB) with %zu GiB of RAM + swap: %p errno %d", big >> 30,
+        (ram + swap) >> 30, p, errno);
+  free(p);
+  errno = 0;
+  p = opaque(calloc(opaque_size(big / 4096), 4096));
+  CHECK(p == NULL && errno == ENOMEM, "calloc of %zu GiB: %p errno %d", big >> 30, p, errno);
+  free(p);
+  p = opaque(malloc(100));
+  CHECK(p != NULL, "malloc(100) after the refusals");
+  free(p);
+}
+
 static void test_malloc_impossible(void) {
   const size_t sizes[] = {SIZE_MAX, SIZE_MAX - 4096, (size_t)PTRDIFF_MAX + 1, (size_t)PTRDIFF_MAX,
                           (size_t)PTRDIFF_MAX - 4096, SIZE_MAX / 2 + 12345};
@@ -1292,6 +1332,7 @@ int main(int argc, char **argv) {
   run_test("mallopt M_PERTURB fills", test_mallopt_perturb, T_ISOLATE | T_NO_VALGRIND);
   run_test("mallopt M_ARENA_MAX 1 limits arenas", test_arena_max_hpm, T_HPM | T_ISOLATE);
   run_test("malloc_trim returns memory", test_malloc_trim, T_ISOLATE | T_NO_VALGRIND);
+  run_test("malloc beyond RAM + swap is NULL (overcommit heuristic)", test_malloc_beyond_commit, T_ISOLATE | T_NO_VALGRIND);
   run_test("mallinfo2 uordblks/fordblks", test_mallinfo2_counts, 0);
   run_test("malloc(0) and malloc(8)", test_malloc_zero, 0);
   run_test("malloc sizes 0..4096 aligned, writable, disjoint", test_malloc_sizes, 0);

@@ -5,6 +5,7 @@
  * shrinking back.  MIT licence.  */
 #include <criterion/criterion.h>
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -122,6 +123,22 @@ Test(arena, arena_max_one_keeps_everyone_on_main) {
     cr_assert(chunk_main_arena(mem2chunk(s[i].p)));
   }
   cr_assert_eq(mp.n_arenas, 1);
+  check_all_arenas();
+}
+
+Test(arena, arena_max_one_holds_when_main_arena_fails) {
+  /* a request the main arena cannot serve (127 TiB: no gap in a 128 TiB
+     address space is that large, whatever the overcommit policy) is
+     retried elsewhere, but never in an arena past the limit */
+  cr_assert_eq(hpt_mallopt(M_ARENA_MAX, 1), 1);
+  void *keep = hpt_malloc(100);
+  cr_assert_not_null(keep);
+  errno = 0;
+  cr_assert_null(hpt_malloc((size_t)127 << 40));
+  cr_assert_eq(errno, ENOMEM);
+  cr_assert_eq(mp.n_arenas, 1, "arena_max=1, yet %zu arenas", (size_t)mp.n_arenas);
+  cr_assert_eq(count_arenas(), 1);
+  hpt_free(keep);
   check_all_arenas();
 }
 
