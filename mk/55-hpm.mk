@@ -1,0 +1,35 @@
+# The hpm tool (tools/hpm/): build/bin/hpm and the recorder
+# build/lib/libhpmtrace.so, both part of the default build; `make check-hpm`
+# runs tests/hpm/run-hpm.sh (record/replay round trips on real programs,
+# byte-exact re-encoding, hostile traces, analyze/compare/tune output).
+HPM_DIR      := tools/hpm
+HPM_BIN      := $(BUILD)/bin/hpm
+HPM_TRACE_SO := $(BUILD)/lib/libhpmtrace.so
+HPM_CFLAGS   := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -I$(HPM_DIR) $(CFLAGS)
+HPM_SRCS     := $(filter-out $(HPM_DIR)/recorder.c,$(sort $(wildcard $(HPM_DIR)/*.c)))
+HPM_HDRS     := $(wildcard $(HPM_DIR)/*.h)
+HPM_TESTPROG := $(BUILD)/tests/hpm/xthread
+
+$(HPM_BIN): $(HPM_SRCS) $(HPM_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(HPM_CFLAGS) -o $@ $(HPM_SRCS) -lpthread -lm
+
+# The recorder: hidden by default, only the malloc API (and the hooks it
+# needs: pthread_create, exec*, _exit) exported.
+$(HPM_TRACE_SO): $(HPM_DIR)/recorder.c $(HPM_DIR)/trace.c $(HPM_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(HPM_CFLAGS) -fPIC -fvisibility=hidden -ftls-model=initial-exec -shared \
+	  -o $@ $(HPM_DIR)/recorder.c $(HPM_DIR)/trace.c -ldl -lpthread
+
+$(HPM_TESTPROG): tests/hpm/xthread.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -D_GNU_SOURCE -o $@ $< -lpthread
+
+.PHONY: hpm-bins check-hpm
+hpm-bins: $(HPM_BIN) $(HPM_TRACE_SO)
+all: hpm-bins
+
+check-hpm: hpm-bins $(LIB_SO) $(HPM_TESTPROG)
+	@BUILD=$(BUILD) bash tests/hpm/run-hpm.sh
+
+CHECK_TARGETS += check-hpm
