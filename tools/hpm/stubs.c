@@ -1,6 +1,0 @@
-#include "hpm.h"
-int cmd_replay(int c, char **v){(void)c;(void)v;return 1;}
-int cmd_engine(int c, char **v){(void)c;(void)v;return 1;}
-int cmd_compare(int c, char **v){(void)c;(void)v;return 1;}
-int cmd_tune(int c, char **v){(void)c;(void)v;return 1;}
-int cmd_tlbcost(int c, char **v){(void)c;(void)v;return 1;}
