@@ -123,86 +123,55 @@ static void *map_zero(size_t n)
   return p == MAP_FAILED ? NULL : p;
 }
 
-/* --- address -> object id, striped open addressing ---------------------------- */
-#define NSTRIPES 256
-struct slot { uintptr_t key; uint64_t id; };
-struct stripe {
-  int lock;
-  size_t cap, n;       /* cap: power of two */
-  struct slot *tab;
-} __attribute__((aligned(64)));
-static struct stripe stripes[NSTRIPES];
+/* --- address -> object id: a two-level table indexed by the address -----------
+   A live object owns the slot of its address (16-byte granularity), so
+   insert and remove are plain stores: the allocator itself orders a free
+   of an address before its reuse.  Leaves cover 16 MiB of address space and
+   are mapped (MAP_NORESERVE) on first use; only touched pages cost memory,
+   and slots lie in the same order as the heap, so lookups stay cache- and
+   TLB-friendly.  Addresses at or above 2^47 are not tracked (their frees
+   are recorded as of unknown objects).  */
+#define LEAF_SHIFT 24
+#define TOP_ENTRIES (1ull << (47 - LEAF_SHIFT))
+#define LEAF_SLOTS (1ull << (LEAF_SHIFT - 4))
+static uint64_t **id_top;    /* TOP_ENTRIES pointers, mapped at init */
 
-static inline uint64_t addr_hash(uintptr_t a) { return (uint64_t) (a >> 4) * 0x9E3779B97F4A7C15ull; }
-
-static void stripe_put(struct slot *tab, size_t cap, uintptr_t key, uint64_t id)
+static uint64_t *id_slot(const void *p, int create)
 {
-  size_t i = (size_t) (addr_hash(key) >> 20) & (cap - 1);
-  while (tab[i].key && tab[i].key != key)
-    i = (i + 1) & (cap - 1);
-  tab[i].key = key;
-  tab[i].id = id;
-}
-
-static int stripe_grow(struct stripe *s)
-{
-  size_t ncap = s->cap ? s->cap * 2 : 1024;
-  struct slot *nt = map_zero(ncap * sizeof *nt);
-  if (!nt) return -1;
-  for (size_t i = 0; i < s->cap; i++)
-    if (s->tab[i].key)
-      stripe_put(nt, ncap, s->tab[i].key, s->tab[i].id);
-  if (s->tab)
-    munmap(s->tab, s->cap * sizeof *s->tab);
-  s->tab = nt;
-  s->cap = ncap;
-  return 0;
+  uintptr_t a = (uintptr_t) p;
+  if (UNLIKELY(a >> 47) || UNLIKELY(!id_top)) return NULL;
+  uint64_t **top = &id_top[a >> LEAF_SHIFT];
+  uint64_t *leaf = __atomic_load_n(top, __ATOMIC_ACQUIRE);
+  if (UNLIKELY(!leaf)) {
+    if (!create) return NULL;
+    void *m = mmap(NULL, LEAF_SLOTS * sizeof(uint64_t), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    uint64_t *expect = NULL;
+    if (__atomic_compare_exchange_n(top, &expect, (uint64_t *) m, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+      leaf = m;
+    else {
+      munmap(m, LEAF_SLOTS * sizeof(uint64_t));
+      leaf = expect;
+    }
+  }
+  return &leaf[(a >> 4) & (LEAF_SLOTS - 1)];
 }
 
 static void idmap_insert(const void *p, uint64_t id)
 {
-  uintptr_t key = (uintptr_t) p;
-  struct stripe *s = &stripes[addr_hash(key) >> 56];
-  spin_lock(&s->lock);
-  if ((s->n + 1) * 2 > s->cap && stripe_grow(s)) { spin_unlock(&s->lock); return; }
-  size_t i = (size_t) (addr_hash(key) >> 20) & (s->cap - 1);
-  while (s->tab[i].key && s->tab[i].key != key)
-    i = (i + 1) & (s->cap - 1);
-  if (!s->tab[i].key) s->n++;
-  s->tab[i].key = key;
-  s->tab[i].id = id;
-  spin_unlock(&s->lock);
+  uint64_t *s = id_slot(p, 1);
+  if (s) __atomic_store_n(s, id, __ATOMIC_RELAXED);
 }
 
-/* Remove P; return its id or HPM_REF_UNKNOWN.  Backward-shift deletion.  */
+/* Remove P; return its id or HPM_REF_UNKNOWN.  */
 static uint64_t idmap_remove(const void *p)
 {
-  uintptr_t key = (uintptr_t) p;
-  struct stripe *s = &stripes[addr_hash(key) >> 56];
-  uint64_t id = HPM_REF_UNKNOWN;
-  spin_lock(&s->lock);
-  if (s->cap) {
-    size_t m = s->cap - 1, i = (size_t) (addr_hash(key) >> 20) & m;
-    while (s->tab[i].key && s->tab[i].key != key)
-      i = (i + 1) & m;
-    if (s->tab[i].key) {
-      id = s->tab[i].id;
-      s->n--;
-      size_t j = i;
-      for (;;) {
-        j = (j + 1) & m;
-        if (!s->tab[j].key) break;
-        size_t home = (size_t) (addr_hash(s->tab[j].key) >> 20) & m;
-        /* Move j into the hole i unless its home lies cyclically in (i, j].  */
-        if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
-          s->tab[i] = s->tab[j];
-          i = j;
-        }
-      }
-      s->tab[i].key = 0;
-    }
-  }
-  spin_unlock(&s->lock);
+  uint64_t *s = id_slot(p, 0);
+  if (!s) return HPM_REF_UNKNOWN;
+  uint64_t id = __atomic_load_n(s, __ATOMIC_RELAXED);   /* no locked instruction: */
+  if (!id) return HPM_REF_UNKNOWN;                      /* only the object's owner */
+  __atomic_store_n(s, 0, __ATOMIC_RELAXED);             /* touches its slot */
   return id;
 }
 
@@ -401,22 +370,21 @@ static void open_output(void)
 }
 
 /* --- fork, exit, signals ----------------------------------------------------------- */
+/* The recorder holds no lock across a call into the allocator, so fork needs
+   only to write this thread's events (the child must not repeat them).  */
 static void fork_prepare(void)
 {
   tls_busy++;
   if (tls_tb) { spin_lock(&tls_tb->lock); flush_locked(tls_tb); spin_unlock(&tls_tb->lock); }
-  for (int i = 0; i < NSTRIPES; i++) spin_lock(&stripes[i].lock);
 }
 
 static void fork_parent(void)
 {
-  for (int i = 0; i < NSTRIPES; i++) spin_unlock(&stripes[i].lock);
   tls_busy--;
 }
 
 static void fork_child(void)
 {
-  for (int i = 0; i < NSTRIPES; i++) spin_unlock(&stripes[i].lock);
   /* Other threads do not exist here: their buffers hold the parent's events.  */
   for (struct tbuf *tb = g_tbufs; tb; tb = tb->next) {
     tb->lock = 0;
@@ -493,6 +461,9 @@ static void init(void)
   }
   __atomic_store_n(&g_state, ST_READY, __ATOMIC_RELEASE);
   if (getenv("HPM_TRACE_OUT")) {
+    void *top = mmap(NULL, TOP_ENTRIES * sizeof *id_top, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    id_top = top == MAP_FAILED ? NULL : top;
     pthread_key_create(&g_key, thread_exit);
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     install_signal_handlers();

@@ -1,0 +1,112 @@
+/* Test program for hpm record: known numbers of calls of every malloc API
+   function, objects allocated by one thread and freed by another, and
+   several ways to end.  MIT licence.
+     xthread [N [END]]   END: exit (default), _exit, abort, sigterm, fork, running
+   The producer allocates N blocks and hands them to the consumer, which
+   frees them (N cross-thread frees).  The main thread then makes exactly one
+   call of each other API function (see main).  END=running: exit() while a
+   second thread that has allocated (and not flushed) is still running.  */
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define QCAP 1024
+static void *queue[QCAP];
+static unsigned head, tail;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static long n_objects = 20000;
+
+static void *producer(void *arg)
+{
+  (void) arg;
+  for (long i = 0; i < n_objects; i++) {
+    size_t size = 16 + (size_t) (i * 37 % 4000);
+    char *p = malloc(size);
+    memset(p, (int) i, size);
+    pthread_mutex_lock(&mu);
+    while (tail - head == QCAP) pthread_cond_wait(&cv, &mu);
+    queue[tail++ % QCAP] = p;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+  }
+  return NULL;
+}
+
+static void *consumer(void *arg)
+{
+  (void) arg;
+  for (long i = 0; i < n_objects; i++) {
+    pthread_mutex_lock(&mu);
+    while (tail == head) pthread_cond_wait(&cv, &mu);
+    void *p = queue[head++ % QCAP];
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+    free(p);
+  }
+  return NULL;
+}
+
+static volatile int spin_forever = 1;
+static void *runner(void *arg)
+{
+  (void) arg;
+  for (int i = 0; i < 1000; i++) free(malloc(100));   /* 2000 events, left in its buffer */
+  while (spin_forever) pause();
+  return NULL;
+}
+
+int main(int argc, char **argv)
+{
+  if (argc > 1) n_objects = atol(argv[1]);
+  const char *end = argc > 2 ? argv[2] : "exit";
+  pthread_t a, b;
+  pthread_create(&a, NULL, producer, NULL);
+  pthread_create(&b, NULL, consumer, NULL);
+  pthread_join(a, NULL);
+  pthread_join(b, NULL);
+
+  /* One call of each: 2 allocations stay live (x, y) at the end.  */
+  void *c = calloc(10, 100);
+  void *r = realloc(NULL, 50);
+  r = realloc(r, 5000);
+  void *ra = reallocarray(NULL, 10, 10);
+  void *m = memalign(64, 1000);
+  void *pm = NULL;
+  if (posix_memalign(&pm, 4096, 3000)) return 1;
+  void *al = aligned_alloc(256, 512);
+  void *v = valloc(100);
+  void *pv = pvalloc(100);
+  free(c); free(r); free(ra); free(m); free(pm); free(al); free(v); free(pv);
+  free(NULL);
+  void *x = malloc(1 << 20), *y = malloc(123);
+  printf("xthread: %ld objects %p %p\n", n_objects, x, y);
+  fflush(stdout);
+
+  if (!strcmp(end, "_exit")) _exit(0);
+  if (!strcmp(end, "abort")) abort();
+  if (!strcmp(end, "sigterm")) { raise(SIGTERM); return 1; }
+  if (!strcmp(end, "fork")) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      for (int i = 0; i < 500; i++) free(malloc(64));   /* 1000 events in the child */
+      free(x);
+      exit(0);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+  }
+  if (!strcmp(end, "running")) {
+    pthread_t t;
+    pthread_create(&t, NULL, runner, NULL);
+    usleep(200000);
+    exit(0);
+  }
+  return 0;
+}
