@@ -23,7 +23,7 @@ $(HPM_TRACE_SO): $(HPM_DIR)/recorder.c $(HPM_DIR)/trace.c $(HPM_HDRS)
 
 $(HPM_TESTPROG): tests/hpm/xthread.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -D_GNU_SOURCE -o $@ $< -lpthread
+	$(CC) -std=gnu11 -O1 -g -fno-builtin -Wall -Wextra -D_GNU_SOURCE -o $@ $< -lpthread
 
 .PHONY: hpm-bins check-hpm
 hpm-bins: $(HPM_BIN) $(HPM_TRACE_SO)

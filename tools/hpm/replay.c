@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <malloc.h>
+#include <dlfcn.h>
 
 #define IMG_MAGIC "HPMIMG01"
 #define MAX_THREADS 4096
@@ -427,6 +428,45 @@ static void snapshot(void)
   if (kf >= 0) close(kf);
 }
 
+/* The API as the allocator under test provides it.  A function it lacks
+   would fall through to glibc, whose block then reaches the other
+   allocator's free: such functions are emulated with posix_memalign.  */
+static struct {
+  void *(*memalign)(size_t, size_t);
+  void *(*aligned_alloc)(size_t, size_t);
+  void *(*valloc)(size_t);
+  void *(*pvalloc)(size_t);
+  char emulated[128];
+} A;
+
+static void *emu_memalign(size_t a, size_t n) { void *p; return posix_memalign(&p, a < sizeof(void *) ? sizeof(void *) : a, n) ? NULL : p; }
+static void *emu_valloc(size_t n) { return emu_memalign((size_t) sysconf(_SC_PAGESIZE), n); }
+static void *emu_pvalloc(size_t n)
+{
+  size_t ps = (size_t) sysconf(_SC_PAGESIZE);
+  if (n > SIZE_MAX - ps) return NULL;
+  return emu_memalign(ps, (n + ps - 1) & ~(ps - 1));
+}
+
+static void resolve_api(void)
+{
+  Dl_info mi, fi;
+  void *m = dlsym(RTLD_DEFAULT, "malloc");
+  int have = m && dladdr(m, &mi);
+  static const char *const names[4] = { "memalign", "aligned_alloc", "valloc", "pvalloc" };
+  void *emu[4] = { (void *) emu_memalign, (void *) emu_memalign, (void *) emu_valloc, (void *) emu_pvalloc };
+  void **slot[4] = { (void **) &A.memalign, (void **) &A.aligned_alloc, (void **) &A.valloc, (void **) &A.pvalloc };
+  for (int i = 0; i < 4; i++) {
+    void *f = dlsym(RTLD_DEFAULT, names[i]);
+    if (f && have && dladdr(f, &fi) && fi.dli_fbase == mi.dli_fbase) *slot[i] = f;
+    else {
+      *slot[i] = emu[i];
+      size_t l = strlen(A.emulated);
+      snprintf(A.emulated + l, sizeof A.emulated - l, "%s%s", l ? "," : "", names[i]);
+    }
+  }
+}
+
 static inline uint64_t ns_now(void)
 {
   struct timespec ts;
@@ -467,11 +507,11 @@ static void run_op(uint64_t i)
   case HPM_CALLOC: p = calloc(1, op->size); break;
   case HPM_REALLOC: case HPM_REALLOCARRAY: p = realloc(old, op->size); break;
   case HPM_FREE: case HPM_FREE_SIZED: free(old); break;
-  case HPM_MEMALIGN: p = memalign(op->align, op->size); break;
+  case HPM_MEMALIGN: p = A.memalign(op->align, op->size); break;
   case HPM_POSIX_MEMALIGN: if (posix_memalign(&p, op->align, op->size)) p = NULL; break;
-  case HPM_ALIGNED_ALLOC: p = aligned_alloc(op->align, op->size); break;
-  case HPM_VALLOC: p = valloc(op->size); break;
-  case HPM_PVALLOC: p = pvalloc(op->size); break;
+  case HPM_ALIGNED_ALLOC: p = A.aligned_alloc(op->align, op->size); break;
+  case HPM_VALLOC: p = A.valloc(op->size); break;
+  case HPM_PVALLOC: p = A.pvalloc(op->size); break;
   default: break;   /* no-op */
   }
   uint64_t dt = ns_now() - t0;
@@ -543,6 +583,7 @@ int cmd_engine(int argc, char **argv)
   E.ops = (const struct rop *) (m + E.h->off_ops);
   E.serial = (const uint64_t *) (m + E.h->off_serial);
   uint64_t nops = E.h->nops;
+  resolve_api();
   E.objs = map_touch((E.h->nobj + 1) * sizeof(void *));
   E.lat = map_touch(nops * sizeof *E.lat);
   E.addr = map_touch(nops * sizeof *E.addr);
@@ -617,6 +658,8 @@ int cmd_engine(int argc, char **argv)
   json_str(stdout, alloc ? alloc : "glibc");
   printf(",\"tunables\":");
   json_str(stdout, tun ? tun : "");
+  printf(",\"emulated\":");
+  json_str(stdout, A.emulated);
   printf(",\"threads\":%u,\"mode\":\"%s\",\"touch\":\"%s\",\"ops\":%llu,\"wall_s\":%.6f,\"cpu_s\":%.6f,"
          "\"ns_p50\":%.0f,\"ns_p99\":%.0f,\"minor_faults\":%ld,\"baseline_rss_kb\":%llu,\"peak_rss_kb\":%llu,"
          "\"rss_at_peak_kb\":%llu,\"peak_live_bytes\":%llu,\"heap_rss_kb\":%llu,\"heap_huge_kb\":%llu,"
