@@ -126,12 +126,34 @@ int prep_build(const struct hpm_trace *tr, struct prep *p, const char *name, cha
   if (!p->obj) goto oom;
 
   p->events = n;
+  /* Pass 1: every object (so that a free may name an object that another
+     thread allocates later in the file), threads numbered densely.  */
   uint32_t t = NONE32;
   for (size_t k = 0; k < n; k++) {
     const struct hpm_event *e = &tr->ev[idx[k]];
     if (t == NONE32 || e->thread != p->th[t].number) {
       t = t == NONE32 ? 0 : t + 1;
       p->th[t].number = e->thread;
+    }
+    if (!e->id) continue;
+    size_t s = idmap_slot(&ids, e->id);
+    if (ids.key[s]) { p->dup_ids++; continue; }   /* reused id: refs name the first object */
+    ids.key[s] = e->id;
+    ids.val[s] = p->nobj;
+    struct pobj *ob = &p->obj[p->nobj++];
+    ob->size = req_size(e);
+    ob->t_alloc = e->t;
+    ob->t_free = UINT64_MAX;
+    ob->alloc_thread = t;
+    ob->free_thread = NONE32;
+  }
+  /* Pass 2: the operations.  */
+  uint32_t next_obj = 0, nobj_unique = p->nobj;
+  t = NONE32;
+  for (size_t k = 0; k < n; k++) {
+    const struct hpm_event *e = &tr->ev[idx[k]];
+    if (t == NONE32 || e->thread != p->th[t].number) {
+      t = t == NONE32 ? 0 : t + 1;
       p->th[t].first_op = p->nops;
       p->th[t].t_first = e->t;
     }
@@ -161,12 +183,13 @@ int prep_build(const struct hpm_trace *tr, struct prep *p, const char *name, cha
           uint32_t o = ids.val[s];
           if (p->obj[o].free_thread != NONE32) {
             p->double_frees++;
-            continue;
+            if (!is_realloc) continue;
+          } else {
+            p->obj[o].free_thread = t;
+            p->obj[o].t_free = is_realloc ? e->t - e->dur : e->t;
+            op.ref = o;
+            if (p->obj[o].alloc_thread != t) op.dep = p->obj[o].alloc_thread;
           }
-          p->obj[o].free_thread = t;
-          p->obj[o].t_free = is_realloc ? e->t - e->dur : e->t;
-          op.ref = o;
-          if (p->obj[o].alloc_thread != t) op.dep = p->obj[o].alloc_thread;
         }
       }
     }
@@ -176,20 +199,16 @@ int prep_build(const struct hpm_trace *tr, struct prep *p, const char *name, cha
     }
     if (e->id) {
       size_t s = idmap_slot(&ids, e->id);
-      if (ids.key[s]) p->dup_ids++;   /* reused id: the newer object wins */
-      ids.key[s] = e->id;
-      ids.val[s] = p->nobj;
-      struct pobj *ob = &p->obj[p->nobj];
-      ob->size = req_size(e);
-      ob->t_alloc = e->t;
-      ob->t_free = UINT64_MAX;
-      ob->alloc_thread = t;
-      ob->free_thread = NONE32;
-      op.obj = p->nobj++;
-      op.size = ob->size;
-      if (ob->size > p->max_size) p->max_size = ob->size;
-      ti->allocs++;
-      ti->bytes += ob->size > UINT64_MAX - ti->bytes ? 0 : ob->size;
+      if (ids.val[s] == next_obj && next_obj < nobj_unique) {
+        op.obj = next_obj++;
+        op.size = p->obj[op.obj].size;
+        if (op.size > p->max_size) p->max_size = op.size;
+        ti->allocs++;
+        ti->bytes += op.size > UINT64_MAX - ti->bytes ? 0 : op.size;
+      } else if (op.ref == NONE32)
+        continue;                  /* a reused id: not replayed */
+      else
+        op.kind = HPM_FREE;
     }
     if (e->kind >= HPM_MEMALIGN && e->kind <= HPM_ALIGNED_ALLOC)
       op.align = e->arg > UINT32_MAX ? UINT32_MAX : (uint32_t) e->arg;
