@@ -33,3 +33,14 @@ check-hpm: hpm-bins $(LIB_SO) $(HPM_TESTPROG)
 	@BUILD=$(BUILD) bash tests/hpm/run-hpm.sh
 
 CHECK_TARGETS += check-hpm
+
+# make demo-hpm (also run by `make demo`): a bundled trace replayed under
+# glibc and hpmalloc, hugetlb 0 and 1: time, coverage, TLB model; an SVG chart.
+HPM_DEMO_TRACE ?= tests/hpm/traces/python3-malloc.hpmt
+.PHONY: demo-hpm
+demo-hpm: hpm-bins $(LIB_SO)
+	@echo "=== hpm compare $(HPM_DEMO_TRACE) (chart: $(BUILD)/hpm-compare.svg)"
+	@$(HPM_BIN) compare $(HPM_DEMO_TRACE) --config glibc --config glibc:glibc.malloc.hugetlb=1 \
+	  --config hpmalloc --config hpmalloc:glibc.malloc.hugetlb=1 --touch full --reps 3 \
+	  --svg $(BUILD)/hpm-compare.svg
+demo: demo-hpm
