@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -53,6 +54,8 @@ enum { ST_NONE, ST_RESOLVING, ST_READY };
 static int g_state;          /* ST_*: real functions usable once ST_READY */
 static int g_active;         /* recording (an output file is open) */
 static int g_sync;           /* after the exit flush: write every event at once */
+static int g_fast;           /* owners append without a locked instruction (membarrier works) */
+static int g_frozen;         /* a flush of every buffer began: owners take the lock from now on */
 static int g_fd = -1;
 static uint64_t g_start_ns;
 static uint64_t g_next_id = 2;       /* ids 0 and 1 are the NULL/unknown refs */
@@ -116,6 +119,53 @@ static uint64_t now_ns(void)
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
+
+/* Event times.  On x86_64 with an invariant TSC, after the first 2 ms,
+   times come from rdtsc scaled by a rate measured against CLOCK_MONOTONIC
+   over the whole run so far (re-measured at 10x longer baselines: 2 ms,
+   20 ms, ... 200 s, at buffer flushes), which is cheaper than the vDSO
+   clock.  Elsewhere, and until the rate is known, CLOCK_MONOTONIC.  */
+static int g_tsc_ok;
+static uint64_t g_tsc0, g_ns0, g_mult, g_next_cal;   /* g_mult: ns per tick << 32 */
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <x86intrin.h>
+static void tsc_init(void)
+{
+  unsigned a, b, c, d;
+  if (__get_cpuid(0x80000000, &a, &b, &c, &d) && a >= 0x80000007) {
+    __cpuid(0x80000007, a, b, c, d);
+    g_tsc_ok = (d >> 8) & 1;
+  }
+  g_ns0 = now_ns();
+  g_tsc0 = __rdtsc();
+  g_next_cal = 2000000;
+}
+
+static void tsc_calibrate(void)
+{
+  uint64_t ns = now_ns(), t = __rdtsc();
+  if (!g_tsc_ok || t <= g_tsc0 || ns - g_ns0 < __atomic_load_n(&g_next_cal, __ATOMIC_RELAXED)) return;
+  uint64_t m = (uint64_t) (((unsigned __int128) (ns - g_ns0) << 32) / (t - g_tsc0));
+  if (m) __atomic_store_n(&g_mult, m, __ATOMIC_RELAXED);
+  uint64_t next = (ns - g_ns0) * 10;
+  __atomic_store_n(&g_next_cal, next > 200000000000ull ? UINT64_MAX : next, __ATOMIC_RELAXED);
+}
+
+static inline uint64_t event_ns(void)
+{
+  uint64_t m = __atomic_load_n(&g_mult, __ATOMIC_RELAXED);
+  if (__builtin_expect(m != 0, 1))
+    return g_ns0 + (uint64_t) (((unsigned __int128) (__rdtsc() - g_tsc0) * m) >> 32);
+  tsc_calibrate();
+  return now_ns();
+}
+#else
+static void tsc_init(void) {}
+static void tsc_calibrate(void) {}
+static inline uint64_t event_ns(void) { return now_ns(); }
+#endif
 
 static void *map_zero(size_t n)
 {
@@ -188,6 +238,7 @@ static uint64_t new_id(void)
 #define TB_PAYLOAD (64 * 1024)
 struct tbuf {
   int lock;
+  int writing;                 /* the owner is appending without the lock */
   int in_use;                  /* owned by a live thread */
   uint32_t thread, nevents;
   uint64_t base_ns, base_id, last_t, last_id;
@@ -210,6 +261,7 @@ static void write_all(const unsigned char *p, size_t n)
 /* Write TB's events as one chunk; TB is locked (or private).  */
 static void flush_locked(struct tbuf *tb)
 {
+  tsc_calibrate();
   if (tb->nevents && g_fd >= 0) {
     int saved = errno;
     uint32_t len = (uint32_t) (tb->p - tb->data - HPM_CHUNK_HDR);
@@ -248,18 +300,14 @@ static struct tbuf *tbuf_acquire(void)
   spin_unlock(&tb->lock);
   tls_tb = tb;
   pthread_setspecific(g_key, tb);
-  struct hpm_event e = { .kind = HPM_THREAD_START, .t = now_ns() - g_start_ns,
+  struct hpm_event e = { .kind = HPM_THREAD_START, .t = event_ns() - g_start_ns,
                          .arg = (uint64_t) syscall(SYS_gettid), .arg2 = (uint16_t) tls_parent };
   record(&e);
   return tb;
 }
 
-static void record(const struct hpm_event *e)
+static inline void append(struct tbuf *tb, const struct hpm_event *e)
 {
-  struct tbuf *tb = tls_tb;
-  if (UNLIKELY(!tb) && !(tb = tbuf_acquire()))
-    return;
-  spin_lock(&tb->lock);
   if (tb->p + HPM_MAX_EVENT > tb->data + sizeof tb->data)
     flush_locked(tb);
   if (tb->nevents == 0) {
@@ -268,21 +316,59 @@ static void record(const struct hpm_event *e)
   }
   tb->p = hpm_encode_event(tb->p, e, &tb->last_t, &tb->last_id);
   tb->nevents++;
+}
+
+/* Only the owner appends to its buffer; other threads touch it only in
+   flush_all (exit, _exit, exec, fatal signals).  The owner's fast path is
+   an asymmetric Dekker handshake: it announces `writing` and checks
+   `g_frozen` with compiler barriers only; flush_all sets `g_frozen` and
+   issues membarrier(), which orders both sides, then waits for `writing`
+   to clear.  Without membarrier every append takes the buffer's lock.  */
+static void record(const struct hpm_event *e)
+{
+  struct tbuf *tb = tls_tb;
+  if (UNLIKELY(!tb) && !(tb = tbuf_acquire()))
+    return;
+  if (__builtin_expect(g_fast, 1)) {
+    __atomic_store_n(&tb->writing, 1, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (__builtin_expect(!__atomic_load_n(&g_frozen, __ATOMIC_RELAXED), 1)) {
+      append(tb, e);
+      __atomic_signal_fence(__ATOMIC_SEQ_CST);
+      __atomic_store_n(&tb->writing, 0, __ATOMIC_RELEASE);
+      return;
+    }
+    __atomic_store_n(&tb->writing, 0, __ATOMIC_RELEASE);
+  }
+  spin_lock(&tb->lock);
+  append(tb, e);
   if (UNLIKELY(__atomic_load_n(&g_sync, __ATOMIC_RELAXED)))
     flush_locked(tb);
   spin_unlock(&tb->lock);
 }
 
 /* Flush every buffer.  From a signal handler the current thread's buffer is
-   skipped if the signal interrupted the recorder while it held the lock.  */
+   skipped if the signal interrupted the recorder while it was appending.  */
 static void flush_all(void)
 {
+  if (g_fast && !__atomic_exchange_n(&g_frozen, 1, __ATOMIC_SEQ_CST))
+    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
   for (struct tbuf *tb = __atomic_load_n(&g_tbufs, __ATOMIC_ACQUIRE); tb; tb = tb->next) {
-    if (!spin_trylock(&tb->lock, tb == tls_tb ? 1 : 1000000))
+    int own = tb == tls_tb;
+    if (!spin_trylock(&tb->lock, own ? 1 : 1000000))
       continue;
-    flush_locked(tb);
+    long spins = own ? 0 : 1000000;
+    while (__atomic_load_n(&tb->writing, __ATOMIC_ACQUIRE) && spins-- > 0)
+      __builtin_ia32_pause();
+    if (!__atomic_load_n(&tb->writing, __ATOMIC_ACQUIRE))
+      flush_locked(tb);
     spin_unlock(&tb->lock);
   }
+}
+
+static void enable_fast_path(void)
+{
+  g_fast = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
 static void thread_exit(void *arg)
@@ -290,7 +376,7 @@ static void thread_exit(void *arg)
   struct tbuf *tb = arg;
   if (!tb || tb != tls_tb) return;
   tls_busy++;
-  struct hpm_event e = { .kind = HPM_THREAD_EXIT, .t = now_ns() - g_start_ns };
+  struct hpm_event e = { .kind = HPM_THREAD_EXIT, .t = event_ns() - g_start_ns };
   record(&e);
   spin_lock(&tb->lock);
   flush_locked(tb);
@@ -358,6 +444,7 @@ static void open_output(void)
   h.ppid = (uint64_t) getppid();
   h.clock_id = 1;
   h.start_ns = g_start_ns = now_ns();
+  if (!g_ns0) tsc_init();
   struct timespec rt;
   clock_gettime(CLOCK_REALTIME, &rt);
   h.start_realtime_ns = (uint64_t) rt.tv_sec * 1000000000u + (uint64_t) rt.tv_nsec;
@@ -386,8 +473,11 @@ static void fork_parent(void)
 static void fork_child(void)
 {
   /* Other threads do not exist here: their buffers hold the parent's events.  */
+  g_frozen = 0;
+  enable_fast_path();
   for (struct tbuf *tb = g_tbufs; tb; tb = tb->next) {
     tb->lock = 0;
+    tb->writing = 0;
     tb->nevents = 0;
     tb->p = tb->data + HPM_CHUNK_HDR;
     if (tb != tls_tb) tb->in_use = 0;
@@ -398,7 +488,7 @@ static void fork_child(void)
   open_output();
   if (tls_tb) {   /* this thread continues in the child's trace */
     tls_tb->last_id = 0;
-    struct hpm_event e = { .kind = HPM_THREAD_START, .t = now_ns() - g_start_ns,
+    struct hpm_event e = { .kind = HPM_THREAD_START, .t = event_ns() - g_start_ns,
                            .arg = (uint64_t) syscall(SYS_gettid) };
     record(&e);
   }
@@ -464,6 +554,7 @@ static void init(void)
     void *top = mmap(NULL, TOP_ENTRIES * sizeof *id_top, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     id_top = top == MAP_FAILED ? NULL : top;
+    enable_fast_path();
     pthread_key_create(&g_key, thread_exit);
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     install_signal_handlers();
@@ -493,7 +584,7 @@ static inline void leave(void) { tls_busy--; }
 static void rec_new(unsigned kind, void *p, uint64_t size, uint64_t arg)
 {
   struct hpm_event e = { .kind = (uint8_t) kind, .size = size, .arg = arg };
-  e.t = now_ns() - g_start_ns;
+  e.t = event_ns() - g_start_ns;
   if (p) { e.id = new_id(); idmap_insert(p, e.id); } else e.flags = HPM_F_FAIL;
   record(&e);
 }
@@ -544,10 +635,10 @@ static void *realloc_common(unsigned kind, void *old, size_t m, size_t n)
     return kind == HPM_REALLOC ? real.realloc(old, n) : real.reallocarray(old, m, n);
   }
   uint64_t ref = ref_of(old);
-  uint64_t t0 = now_ns();
+  uint64_t t0 = event_ns();
   void *p = kind == HPM_REALLOC ? real.realloc(old, n) : real.reallocarray(old, m, n);
   struct hpm_event e = { .kind = (uint8_t) kind, .ref = ref, .size = n, .arg = m };
-  uint64_t t1 = now_ns();
+  uint64_t t1 = event_ns();
   e.t = t1 - g_start_ns;
   e.dur = t1 - t0;
   if (p) {
@@ -586,7 +677,7 @@ static void free_common(unsigned kind, void *p, size_t size)
     return;
   }
   struct hpm_event e = { .kind = (uint8_t) kind, .ref = ref_of(p), .size = size };
-  e.t = now_ns() - g_start_ns;
+  e.t = event_ns() - g_start_ns;
   record(&e);
   if (kind == HPM_FREE_SIZED && real.free_sized) real.free_sized(p, size);
   else real.free(p);
