@@ -140,6 +140,8 @@ T "$HPM" replay "$W/xt.hpmt" --tlb custom:l1=32/4,l1h=16/4,l2=512/8,walk=40 --js
 check "custom TLB geometry" test $? -eq 0
 T "$HPM" replay "$W/xt.hpmt" --tlb nosuch >/dev/null 2>&1
 check "unknown TLB preset fails" test $? -ne 0
+check "CPUID leaf 0x18 decoding (Intel, fixture)" test "$(T "$HPM" __tlbdecode "$ROOT/tests/hpm/cpuid/intel-golden-cove.txt")" = "cpuid-intel l1_4k=96/6 l1_2m=32/4 l2=2048/16"
+check "CPUID 0x80000005/6 decoding (AMD, fixture)" test "$(T "$HPM" __tlbdecode "$ROOT/tests/hpm/cpuid/amd-zen3.txt")" = "cpuid-amd l1_4k=64/64 l1_2m=64/64 l2=2048/16"
 T "$HPM" replay "$W/xt.hpmt" --allocator /nonexistent.so >/dev/null 2>&1
 check "missing allocator fails" test $? -ne 0
 THP=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)

@@ -190,7 +190,7 @@ int main(int argc, char **argv)
   static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
     { "record", cmd_record }, { "replay", cmd_replay }, { "compare", cmd_compare },
     { "analyze", cmd_analyze }, { "tune", cmd_tune }, { "tlbcost", cmd_tlbcost },
-    { "dump", cmd_dump }, { "reencode", cmd_reencode }, { "__engine", cmd_engine },
+    { "dump", cmd_dump }, { "reencode", cmd_reencode }, { "__engine", cmd_engine }, { "__tlbdecode", cmd_tlbdecode },
   };
   if (argc < 2 || is_help(argv[1])) {
     fputs(usage, argc < 2 ? stderr : stdout);

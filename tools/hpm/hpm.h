@@ -77,6 +77,7 @@ int cmd_tune(int argc, char **argv);
 int cmd_tlbcost(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_reencode(int argc, char **argv);
+int cmd_tlbdecode(int argc, char **argv);
 
 /* TLB model (tlb.c).  */
 struct tlb_level { unsigned entries, ways; };

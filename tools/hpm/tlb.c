@@ -36,7 +36,6 @@ void tlb_geom_list(FILE *f)
   }
 }
 
-#if defined(__x86_64__) || defined(__i386__)
 static unsigned amd_l2_assoc(unsigned code, unsigned entries)
 {
   static const unsigned tab[16] = { 0, 1, 2, 3, 4, 0, 8, 0, 16, 0, 32, 48, 64, 96, 128, 0 };
@@ -44,45 +43,50 @@ static unsigned amd_l2_assoc(unsigned code, unsigned entries)
   return tab[code & 0xF];
 }
 
-/* Fill G from CPUID; 0 on success.  */
-static int tlb_from_cpuid(struct tlb_geom *g)
+/* Decode the TLB leaves.  CPUID(leaf, subleaf, regs) returns 0 if the leaf
+   is not available; it is the instruction on x86, a table in tests.  */
+typedef int (*cpuid_fn)(unsigned leaf, unsigned sub, unsigned r[4], void *ctx);
+
+static int tlb_decode(cpuid_fn cpuid, void *ctx, struct tlb_geom *g)
 {
-  unsigned a, b, c, d, max;
+  unsigned r[4], max;
   char vendor[13];
-  if (!__get_cpuid(0, &max, &b, &c, &d)) return -1;
-  memcpy(vendor, &b, 4); memcpy(vendor + 4, &d, 4); memcpy(vendor + 8, &c, 4); vendor[12] = 0;
+  if (!cpuid(0, 0, r, ctx)) return -1;
+  max = r[0];
+  memcpy(vendor, &r[1], 4); memcpy(vendor + 4, &r[3], 4); memcpy(vendor + 8, &r[2], 4); vendor[12] = 0;
   memset(g, 0, sizeof *g);
   g->l2_hit_cycles = 8; g->walk_cycles = 30;
   if (!strcmp(vendor, "GenuineIntel") && max >= 0x18) {
-    __cpuid_count(0x18, 0, a, b, c, d);
-    unsigned nsub = a;
+    if (!cpuid(0x18, 0, r, ctx)) return -1;
+    unsigned nsub = r[0];
     for (unsigned s = 0; s <= nsub && s < 64; s++) {
-      __cpuid_count(0x18, s, a, b, c, d);
+      if (!cpuid(0x18, s, r, ctx)) break;
+      unsigned b = r[1], c = r[2], d = r[3];
       unsigned type = d & 0x1F, level = (d >> 5) & 7;
-      if (type == 0 || type == 2) continue;   /* invalid, instruction */
-      unsigned ways = (d & 0x100) ? c * (b >> 16) : b >> 16, sets = c;
+      if (type == 0 || type == 2 || type == 5) continue;   /* invalid, instruction, store-only */
+      unsigned ways = b >> 16, sets = c;
+      if (d & 0x100) { ways = ways * sets; sets = 1; }     /* fully associative */
       unsigned entries = ways * sets;
       if (!entries) continue;
-      if (level == 1 && type == 1) {
-        if (b & 1) g->l1_4k = (struct tlb_level) { entries, ways };
-        if (b & 2) g->l1_2m = (struct tlb_level) { entries, ways };
+      if (level == 1) {
+        if ((b & 1) && entries > g->l1_4k.entries) g->l1_4k = (struct tlb_level) { entries, ways };
+        if ((b & 2) && entries > g->l1_2m.entries) g->l1_2m = (struct tlb_level) { entries, ways };
       } else if (level == 2 && (b & 1) && entries > g->l2.entries) {
         g->l2 = (struct tlb_level) { entries, ways };
       }
     }
     snprintf(g->name, sizeof g->name, "cpuid-intel");
   } else if (!strcmp(vendor, "AuthenticAMD") || !strcmp(vendor, "HygonGenuine")) {
-    unsigned emax;
-    __cpuid(0x80000000, emax, b, c, d);
-    if (emax < 0x80000006) return -1;
-    __cpuid(0x80000005, a, b, c, d);
-    g->l1_2m = (struct tlb_level) { (a >> 16) & 0xFF, (a >> 24) & 0xFF };
-    g->l1_4k = (struct tlb_level) { (b >> 16) & 0xFF, (b >> 24) & 0xFF };
+    if (!cpuid(0x80000000, 0, r, ctx) || r[0] < 0x80000006) return -1;
+    if (!cpuid(0x80000005, 0, r, ctx)) return -1;
+    g->l1_2m = (struct tlb_level) { (r[0] >> 16) & 0xFF, (r[0] >> 24) & 0xFF };
+    g->l1_4k = (struct tlb_level) { (r[1] >> 16) & 0xFF, (r[1] >> 24) & 0xFF };
     if (g->l1_2m.ways == 0xFF) g->l1_2m.ways = g->l1_2m.entries;
     if (g->l1_4k.ways == 0xFF) g->l1_4k.ways = g->l1_4k.entries;
-    __cpuid(0x80000006, a, b, c, d);
-    unsigned e4 = (b >> 16) & 0xFFF, e2 = (a >> 16) & 0xFFF;
-    g->l2 = (struct tlb_level) { e4 > e2 ? e4 : e2, amd_l2_assoc(e4 > e2 ? b >> 28 : a >> 28, e4 > e2 ? e4 : e2) };
+    if (!cpuid(0x80000006, 0, r, ctx)) return -1;
+    unsigned e4 = (r[1] >> 16) & 0xFFF, e2 = (r[0] >> 16) & 0xFFF;
+    unsigned code = e4 >= e2 ? r[1] >> 28 : r[0] >> 28, e = e4 >= e2 ? e4 : e2;
+    g->l2 = (struct tlb_level) { e, amd_l2_assoc(code, e) };
     g->l2_hit_cycles = 7; g->walk_cycles = 35;
     snprintf(g->name, sizeof g->name, "cpuid-amd");
   } else
@@ -91,9 +95,48 @@ static int tlb_from_cpuid(struct tlb_geom *g)
   if (!g->l1_2m.entries || !g->l1_2m.ways) g->l1_2m = (struct tlb_level) { 32, 4 };
   return 0;
 }
+
+#if defined(__x86_64__) || defined(__i386__)
+static int cpuid_insn(unsigned leaf, unsigned sub, unsigned r[4], void *ctx)
+{
+  (void) ctx;
+  unsigned top = __get_cpuid_max(leaf & 0x80000000u, NULL);
+  if (top < leaf) return 0;
+  __cpuid_count(leaf, sub, r[0], r[1], r[2], r[3]);
+  return 1;
+}
+static int tlb_from_cpuid(struct tlb_geom *g) { return tlb_decode(cpuid_insn, NULL, g); }
 #else
 static int tlb_from_cpuid(struct tlb_geom *g) { (void) g; return -1; }
 #endif
+
+/* Tests: `hpm __tlbdecode FILE`, FILE holding lines "leaf subleaf eax ebx ecx edx" (hex).  */
+struct cpuid_table { unsigned n; unsigned v[64][6]; };
+
+static int cpuid_from_table(unsigned leaf, unsigned sub, unsigned r[4], void *ctx)
+{
+  const struct cpuid_table *t = ctx;
+  for (unsigned i = 0; i < t->n; i++)
+    if (t->v[i][0] == leaf && t->v[i][1] == sub) { memcpy(r, &t->v[i][2], 4 * sizeof *r); return 1; }
+  if (leaf == 0x18 || leaf == 0x80000005 || leaf == 0x80000006) { memset(r, 0, 4 * sizeof *r); return 1; }
+  return 0;
+}
+
+int cmd_tlbdecode(int argc, char **argv)
+{
+  static struct cpuid_table t;
+  FILE *f = argc == 2 ? fopen(argv[1], "r") : NULL;
+  if (!f) { fprintf(stderr, "usage: hpm __tlbdecode FILE\n"); return 2; }
+  while (t.n < 64 && fscanf(f, "%x %x %x %x %x %x", &t.v[t.n][0], &t.v[t.n][1], &t.v[t.n][2],
+                            &t.v[t.n][3], &t.v[t.n][4], &t.v[t.n][5]) == 6)
+    t.n++;
+  fclose(f);
+  struct tlb_geom g;
+  if (tlb_decode(cpuid_from_table, &t, &g)) { fprintf(stderr, "hpm: no TLB geometry in %s\n", argv[1]); return 1; }
+  printf("%s l1_4k=%u/%u l1_2m=%u/%u l2=%u/%u\n", g.name, g.l1_4k.entries, g.l1_4k.ways,
+         g.l1_2m.entries, g.l1_2m.ways, g.l2.entries, g.l2.ways);
+  return 0;
+}
 
 static int valid_level(const struct tlb_level *l)
 {
