@@ -106,7 +106,8 @@ int cmd_record(int argc, char **argv)
   char first[PATH_MAX + 32];
   snprintf(first, sizeof first, "%s.%d", abs, (int) pid);
   if (rename(first, abs) != 0 && !quiet)
-    fprintf(stderr, "hpm record: no trace from the first process (%s)\n", first);
+    fprintf(stderr, "hpm record: no trace from the first process (%s): a statically linked\n"
+            "  program, or one that never called malloc, cannot be traced by preloading\n", first);
   if (!quiet) {
     snprintf(pat, sizeof pat, "%s*", abs);
     if (glob(pat, 0, NULL, &g) == 0) {

@@ -103,7 +103,7 @@ static void spin_lock(int *l)
 {
   while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
     while (__atomic_load_n(l, __ATOMIC_RELAXED))
-      __builtin_ia32_pause();
+      hpm_cpu_relax();
 }
 static int spin_trylock(int *l, long tries)
 {
@@ -359,7 +359,7 @@ static void flush_all(void)
       continue;
     long spins = own ? 0 : 1000000;
     while (__atomic_load_n(&tb->writing, __ATOMIC_ACQUIRE) && spins-- > 0)
-      __builtin_ia32_pause();
+      hpm_cpu_relax();
     if (!__atomic_load_n(&tb->writing, __ATOMIC_ACQUIRE))
       flush_locked(tb);
     spin_unlock(&tb->lock);

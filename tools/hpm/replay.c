@@ -488,7 +488,7 @@ static void *wait_obj(uint32_t ref)
   void *p;
   unsigned spins = 0;
   while (!(p = __atomic_load_n(&E.objs[ref], __ATOMIC_ACQUIRE))) {
-    if (++spins > 64) sched_yield(); else __builtin_ia32_pause();
+    if (++spins > 64) sched_yield(); else hpm_cpu_relax();
   }
   return p;
 }
@@ -530,7 +530,7 @@ static void run_op(uint64_t i)
 static void *thread_main(void *arg)
 {
   const struct img_thread *t = arg;
-  while (!__atomic_load_n(&E.go, __ATOMIC_ACQUIRE)) __builtin_ia32_pause();
+  while (!__atomic_load_n(&E.go, __ATOMIC_ACQUIRE)) hpm_cpu_relax();
   for (uint64_t k = 0; k < t->nops; k++) run_op(t->first_op + k);
   return NULL;
 }

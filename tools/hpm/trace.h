@@ -125,6 +125,16 @@ void hpm_encode_chunk_header(unsigned char *p, uint32_t thread, uint32_t nevents
                              uint64_t base_ns, uint64_t base_id, uint32_t len);
 
 const char *hpm_kind_name(unsigned kind);
+static inline void hpm_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield" ::: "memory");
+#else
+  __asm__ volatile("" ::: "memory");
+#endif
+}
 static inline int hpm_kind_allocates(unsigned k)
 { return k != HPM_FREE && k != HPM_FREE_SIZED && k < HPM_THREAD_START; }
 
