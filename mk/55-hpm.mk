@@ -44,3 +44,13 @@ demo-hpm: hpm-bins $(LIB_SO)
 	  --config hpmalloc --config hpmalloc:glibc.malloc.hugetlb=1 --touch full --reps 3 \
 	  --svg $(BUILD)/hpm-compare.svg
 demo: demo-hpm
+
+# make install also installs hpm (BINDIR) and the recorder (LIBDIR); hpm
+# finds both libraries as ../lib/ next to its own directory.
+BINDIR ?= $(PREFIX)/bin
+.PHONY: install-hpm
+install-hpm: hpm-bins
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)
+	install -m 755 $(HPM_BIN) $(DESTDIR)$(BINDIR)/hpm
+	install -m 755 $(HPM_TRACE_SO) $(DESTDIR)$(LIBDIR)/libhpmtrace.so
+install: install-hpm
