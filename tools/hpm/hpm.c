@@ -119,14 +119,16 @@ int cmd_record(int argc, char **argv)
           FILE *f = fopen(g.gl_pathv[k], "rb");
           long sz = 0;
           if (f) { fseek(f, 0, SEEK_END); sz = ftell(f); fclose(f); }
-          fprintf(stderr, "hpm record: %s: %zu events, %ld bytes (%.2f bytes/event)\n",
-                  g.gl_pathv[k], tr.nev, sz, tr.nev ? (double) sz / (double) tr.nev : 0.0);
+          if (g.gl_pathc <= 10 || k == 0)
+            fprintf(stderr, "hpm record: %s: %zu events, %ld bytes (%.2f bytes/event)\n",
+                    g.gl_pathv[k], tr.nev, sz, tr.nev ? (double) sz / (double) tr.nev : 0.0);
           total_ev += tr.nev; total_bytes += (uint64_t) sz;
           hpm_trace_free(&tr);
         } else
           fprintf(stderr, "hpm record: %s\n", err);
       }
-      fprintf(stderr, "hpm record: %zu file(s), %llu events, %llu bytes, %.2f s\n", g.gl_pathc,
+      fprintf(stderr, "hpm record: %zu file(s)%s, %llu events, %llu bytes, %.2f s\n", g.gl_pathc,
+              g.gl_pathc > 10 ? " (one per process: FILE.<pid>)" : "",
               (unsigned long long) total_ev, (unsigned long long) total_bytes, wall);
       globfree(&g);
     }
