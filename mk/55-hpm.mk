@@ -9,6 +9,7 @@ HPM_CFLAGS   := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -I$(HPM_DIR) $(CFLAGS)
 HPM_SRCS     := $(filter-out $(HPM_DIR)/recorder.c,$(sort $(wildcard $(HPM_DIR)/*.c)))
 HPM_HDRS     := $(wildcard $(HPM_DIR)/*.h)
 HPM_TESTPROG := $(BUILD)/tests/hpm/xthread
+HPM_UNIT     := $(BUILD)/tests/hpm/test_trace
 
 $(HPM_BIN): $(HPM_SRCS) $(HPM_HDRS)
 	@mkdir -p $(dir $@)
@@ -25,12 +26,17 @@ $(HPM_TESTPROG): tests/hpm/xthread.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -g -fno-builtin -Wall -Wextra -D_GNU_SOURCE -o $@ $< -lpthread
 
+# Criterion tests of the trace codec.
+$(HPM_UNIT): tests/hpm/test_trace.c $(HPM_DIR)/trace.c $(HPM_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(HPM_CFLAGS) -o $@ $< $(HPM_DIR)/trace.c -lcriterion
+
 .PHONY: hpm-bins check-hpm
 hpm-bins: $(HPM_BIN) $(HPM_TRACE_SO)
 all: hpm-bins
 
-check-hpm: hpm-bins $(LIB_SO) $(HPM_TESTPROG)
-	@BUILD=$(BUILD) bash tests/hpm/run-hpm.sh
+check-hpm: hpm-bins $(LIB_SO) $(HPM_TESTPROG) $(HPM_UNIT)
+	@$(HPM_UNIT) --jobs=2 && BUILD=$(BUILD) bash tests/hpm/run-hpm.sh
 
 CHECK_TARGETS += check-hpm
 

@@ -70,8 +70,8 @@ class Chunk:
 
     def encode(self, count=None):
         n = self.n if count is None else count
-        return (b"HPMC" + struct.pack("<IIIQQ", len(self.payload), self.thread, n, self.base_ns, self.base_id)
-                + struct.pack("<I", crc32c(bytes(self.payload))) + bytes(self.payload))
+        head = b"HPMC" + struct.pack("<IIIQQ", len(self.payload), self.thread, n, self.base_ns, self.base_id)
+        return head + struct.pack("<I", crc32c(head + bytes(self.payload))) + bytes(self.payload)
 
 def simple():
     c = Chunk(1)

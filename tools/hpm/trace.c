@@ -61,12 +61,23 @@ static int have_sse42(void)
 }
 #endif
 
-uint32_t hpm_crc32(const void *p, size_t n)
+static uint32_t crc_update(uint32_t c, const void *p, size_t n)
 {
 #if defined(__x86_64__)
-  if (have_sse42()) return ~crc_hw(0xFFFFFFFFu, p, n);
+  if (have_sse42()) return crc_hw(c, p, n);
 #endif
-  return ~crc_soft(0xFFFFFFFFu, p, n);
+  return crc_soft(c, p, n);
+}
+
+uint32_t hpm_crc32(const void *p, size_t n)
+{
+  return ~crc_update(0xFFFFFFFFu, p, n);
+}
+
+uint32_t hpm_chunk_crc(const unsigned char *chunk, uint32_t payload_len)
+{
+  uint32_t c = crc_update(0xFFFFFFFFu, chunk, 32);
+  return ~crc_update(c, chunk + HPM_CHUNK_HDR, payload_len);
 }
 
 static const char *const kind_names[HPM_NKINDS] = {
@@ -161,7 +172,7 @@ void hpm_encode_chunk_header(unsigned char *p, uint32_t thread, uint32_t nevents
   hpm_put_u32(p + 12, nevents);
   hpm_put_u64(p + 16, base_ns);
   hpm_put_u64(p + 24, base_id);
-  hpm_put_u32(p + 32, hpm_crc32(p + HPM_CHUNK_HDR, len));
+  hpm_put_u32(p + 32, hpm_chunk_crc(p, len));
 }
 
 /* --- reading ----------------------------------------------------------------- */
@@ -363,7 +374,7 @@ int hpm_trace_read_buffer(const void *buf, size_t len, struct hpm_trace *tr,
       fail(err, errlen, off + 12, "event count %u cannot fit in %u bytes", n, plen);
       goto bad;
     }
-    if (hpm_get_u32(h + 32) != hpm_crc32(h + HPM_CHUNK_HDR, plen)) {
+    if (hpm_get_u32(h + 32) != hpm_chunk_crc(h, plen)) {
       fail(err, errlen, off, "chunk checksum mismatch");
       goto bad;
     }

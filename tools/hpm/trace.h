@@ -94,6 +94,8 @@ int hpm_trace_encode(const struct hpm_trace *trace, unsigned char **out, size_t 
 
 /* Low-level helpers shared with the recorder (no allocation, async-signal-safe).  */
 uint32_t hpm_crc32(const void *p, size_t n);
+/* A chunk's checksum: CRC-32C of its first 32 header bytes, then the payload.  */
+uint32_t hpm_chunk_crc(const unsigned char *chunk, uint32_t payload_len);
 static inline unsigned char *hpm_put_varint(unsigned char *p, uint64_t v)
 {
   while (v >= 0x80) { *p++ = (unsigned char) (v | 0x80); v >>= 7; }
