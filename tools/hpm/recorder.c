@@ -239,6 +239,7 @@ static uint64_t new_id(void)
 struct tbuf {
   int lock;
   int writing;                 /* the owner is appending without the lock */
+  int orphan;                  /* abandoned in a fork child: never written */
   int in_use;                  /* owned by a live thread */
   uint32_t thread, nevents;
   uint64_t base_ns, base_id, last_t, last_id;
@@ -262,7 +263,7 @@ static void write_all(const unsigned char *p, size_t n)
 static void flush_locked(struct tbuf *tb)
 {
   tsc_calibrate();
-  if (tb->nevents && g_fd >= 0) {
+  if (tb->nevents && g_fd >= 0 && !tb->orphan) {
     int saved = errno;
     uint32_t len = (uint32_t) (tb->p - tb->data - HPM_CHUNK_HDR);
     hpm_encode_chunk_header(tb->data, tb->thread, tb->nevents, tb->base_ns, tb->base_id, len);
@@ -351,6 +352,7 @@ static void record(const struct hpm_event *e)
    skipped if the signal interrupted the recorder while it was appending.  */
 static void flush_all(void)
 {
+  tls_busy++;   /* a fork from a signal handler during this must not wait for our locks */
   if (g_fast && !__atomic_exchange_n(&g_frozen, 1, __ATOMIC_SEQ_CST))
     syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
   for (struct tbuf *tb = __atomic_load_n(&g_tbufs, __ATOMIC_ACQUIRE); tb; tb = tb->next) {
@@ -364,6 +366,7 @@ static void flush_all(void)
       flush_locked(tb);
     spin_unlock(&tb->lock);
   }
+  tls_busy--;
 }
 
 static void enable_fast_path(void)
@@ -459,10 +462,23 @@ static void open_output(void)
 /* --- fork, exit, signals ----------------------------------------------------------- */
 /* The recorder holds no lock across a call into the allocator, so fork needs
    only to write this thread's events (the child must not repeat them).  */
+/* A fork from a signal handler that interrupted the recorder (tls_busy > 0
+   on entry: the thread may hold its buffer's lock or be inside write(2))
+   must not touch this thread's buffer.  In the child that buffer is then
+   abandoned (it holds the parent's events), the descriptor the interrupted
+   write may resume on is pointed at /dev/null, and the thread continues with
+   a new buffer.  */
+static __thread int tls_fork_nested;
+
 static void fork_prepare(void)
 {
+  tls_fork_nested = tls_busy > 0;
   tls_busy++;
-  if (tls_tb) { spin_lock(&tls_tb->lock); flush_locked(tls_tb); spin_unlock(&tls_tb->lock); }
+  if (tls_tb && !tls_fork_nested) {
+    spin_lock(&tls_tb->lock);
+    flush_locked(tls_tb);
+    spin_unlock(&tls_tb->lock);
+  }
 }
 
 static void fork_parent(void)
@@ -472,22 +488,31 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+  int nested = tls_fork_nested;
+  struct tbuf *own = tls_tb;
   /* Other threads do not exist here: their buffers hold the parent's events.  */
   g_frozen = 0;
   enable_fast_path();
   for (struct tbuf *tb = g_tbufs; tb; tb = tb->next) {
+    if (tb == own && nested) { tb->orphan = 1; continue; }
     tb->lock = 0;
     tb->writing = 0;
     tb->nevents = 0;
     tb->p = tb->data + HPM_CHUNK_HDR;
-    if (tb != tls_tb) tb->in_use = 0;
+    if (tb != own) tb->in_use = 0;
   }
-  if (g_fd >= 0) close(g_fd);
-  g_fd = -1;
+  if (g_fd >= 0) {
+    int null = nested ? open("/dev/null", O_WRONLY | O_CLOEXEC) : -1;
+    if (null >= 0) { dup3(null, g_fd, O_CLOEXEC); close(null); }
+    else close(g_fd);
+  }
+  g_fd = -1;   /* when nested, the old number stays open on /dev/null */
   g_active = 0;
   open_output();
-  if (tls_tb) {   /* this thread continues in the child's trace */
-    tls_tb->last_id = 0;
+  if (nested) {
+    tls_tb = NULL;    /* the next event takes a new buffer (and records thread_start) */
+  } else if (own) {   /* this thread continues in the child's trace */
+    own->last_id = 0;
     struct hpm_event e = { .kind = HPM_THREAD_START, .t = event_ns() - g_start_ns,
                            .arg = (uint64_t) syscall(SYS_gettid) };
     record(&e);
