@@ -84,6 +84,13 @@ if [ -n "$child" ]; then
   check "fork: header pid matches the file name" test "$child" = "$W/fk.hpmt.$pid"
 fi
 
+# fork from a signal handler that interrupts the recorder: no deadlock.
+(cd "$W" && T "$HPM" record -q -o sf.hpmt -- "$XT" 100 sigfork >/dev/null 2>&1); rc=$?
+nf=$(ls "$W"/sf.hpmt* 2>/dev/null | wc -l); nbad=0
+for f in "$W"/sf.hpmt*; do T "$HPM" analyze "$f" >/dev/null 2>&1 || nbad=$((nbad+1)); done
+check "fork in signal handlers (nested): exit $rc, $nf traces, $nbad unreadable" test $rc -eq 0 -a "$nf" -ge 3 -a $nbad -eq 0
+rm -f "$W"/sf.hpmt*
+
 # --- format: byte-exact re-encoding ------------------------------------------------
 for f in "$W/py.hpmt" "$W/xt.hpmt" "$W/sort.hpmt" "$TRACES"/*.hpmt; do
   T "$HPM" reencode "$f" "$W/re.hpmt" && cmp -s "$f" "$W/re.hpmt"

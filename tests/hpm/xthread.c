@@ -1,11 +1,15 @@
 /* Test program for hpm record: known numbers of calls of every malloc API
    function, objects allocated by one thread and freed by another, and
    several ways to end.  MIT licence.
-     xthread [N [END]]   END: exit (default), _exit, abort, sigterm, fork, running
+     xthread [N [END]]   END: exit (default), _exit, abort, sigterm, fork, running, sigfork
    The producer allocates N blocks and hands them to the consumer, which
    frees them (N cross-thread frees).  The main thread then makes exactly one
    call of each other API function (see main).  END=running: exit() while a
-   second thread that has allocated (and not flushed) is still running.  */
+   second thread that has allocated (and not flushed) is still running.
+   END=sigfork (nothing else is done): a child process sends SIGUSR1 and
+   SIGUSR2 400 times while main mallocs and frees; the handler forks a
+   child that exits at once (the recorder must
+   not deadlock when fork interrupts it, as in glibc's tst-mallocfork2).  */
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -52,6 +56,42 @@ static void *consumer(void *arg)
   return NULL;
 }
 
+static volatile int handled;
+static void on_usr1(int sig)
+{
+  (void) sig;
+  pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  if (pid > 0) waitpid(pid, NULL, 0);
+  handled++;
+}
+
+/* A single-threaded process forks from two signal handlers, so that one
+   interrupts the other's fork (inside the recorder's fork handler), as
+   glibc's tst-mallocfork2 does.  The signals come from a child process:
+   with a second thread, glibc's own atfork lock would deadlock.  */
+static int sigfork(void)
+{
+  signal(SIGUSR1, on_usr1);
+  signal(SIGUSR2, on_usr1);
+  pid_t parent = getpid(), sender = fork();
+  if (sender == 0) {
+    for (int i = 0; i < 400; i++) {
+      kill(parent, i % 2 ? SIGUSR2 : SIGUSR1);
+      usleep(200);
+    }
+    _exit(0);
+  }
+  for (;;) {
+    free(malloc(64));
+    int st;
+    pid_t r = waitpid(sender, &st, WNOHANG);
+    if (r == sender) break;
+  }
+  printf("xthread: %d signals handled\n", handled);
+  return 0;
+}
+
 static volatile int spin_forever = 1;
 static void *runner(void *arg)
 {
@@ -65,6 +105,7 @@ int main(int argc, char **argv)
 {
   if (argc > 1) n_objects = atol(argv[1]);
   const char *end = argc > 2 ? argv[2] : "exit";
+  if (!strcmp(end, "sigfork")) return sigfork();
   pthread_t a, b;
   pthread_create(&a, NULL, producer, NULL);
   pthread_create(&b, NULL, consumer, NULL);
