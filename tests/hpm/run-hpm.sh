@@ -91,6 +91,12 @@ for f in "$W"/sf.hpmt*; do T "$HPM" analyze "$f" >/dev/null 2>&1 || nbad=$((nbad
 check "fork in signal handlers (nested): exit $rc, $nf traces, $nbad unreadable" test $rc -eq 0 -a "$nf" -ge 3 -a $nbad -eq 0
 rm -f "$W"/sf.hpmt*
 
+# Thread churn: buffers of exited threads are reused (memory stays flat).
+out=$(cd "$W" && T "$HPM" record -q -o ch.hpmt -- "$XT" 20000 churn); rc=$?
+rss=$(echo "$out" | sed -n 's/.*max RSS \([0-9]*\) KiB.*/\1/p')
+check "20000 threads one after another: exit $rc, max RSS ${rss:-?} KiB < 40 MiB" test $rc -eq 0 -a "${rss:-999999}" -lt 40960
+check "20000 threads: every start and exit recorded" test "$(T "$HPM" analyze --json "$W/ch.hpmt" | python3 -c 'import json,sys; d=json.load(sys.stdin)["ops"]; print(int(d["thread_start"] >= 20001 and d["thread_exit"] >= 20000))')" = 1
+
 # --- format: byte-exact re-encoding ------------------------------------------------
 for f in "$W/py.hpmt" "$W/xt.hpmt" "$W/sort.hpmt" "$TRACES"/*.hpmt; do
   T "$HPM" reencode "$f" "$W/re.hpmt" && cmp -s "$f" "$W/re.hpmt"

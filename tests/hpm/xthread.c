@@ -1,14 +1,17 @@
 /* Test program for hpm record: known numbers of calls of every malloc API
    function, objects allocated by one thread and freed by another, and
    several ways to end.  MIT licence.
-     xthread [N [END]]   END: exit (default), _exit, abort, sigterm, fork, running, sigfork
+     xthread [N [END]]   END: exit (default), _exit, abort, sigterm, fork, running, sigfork, churn
    The producer allocates N blocks and hands them to the consumer, which
    frees them (N cross-thread frees).  The main thread then makes exactly one
    call of each other API function (see main).  END=running: exit() while a
    second thread that has allocated (and not flushed) is still running.
    END=sigfork (nothing else is done): a child process sends SIGUSR1 and
    SIGUSR2 400 times while main mallocs and frees; the handler forks a
-   child that exits at once (the recorder must
+   child that exits at once.
+   END=churn (nothing else is done): N threads, one after the other, each
+   allocating and freeing; prints the peak RSS (the recorder must reuse
+   the buffers of exited threads). (the recorder must
    not deadlock when fork interrupts it, as in glibc's tst-mallocfork2).  */
 #include <malloc.h>
 #include <pthread.h>
@@ -16,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -92,6 +96,28 @@ static int sigfork(void)
   return 0;
 }
 
+static void *churn_worker(void *arg)
+{
+  (void) arg;
+  free(malloc(32));
+  return malloc(32);
+}
+
+static int churn(long n)
+{
+  for (long i = 0; i < n; i++) {
+    pthread_t t;
+    void *r;
+    if (pthread_create(&t, NULL, churn_worker, NULL)) return 1;
+    pthread_join(t, &r);
+    free(r);
+  }
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  printf("xthread: %ld threads, max RSS %ld KiB\n", n, ru.ru_maxrss);
+  return 0;
+}
+
 static volatile int spin_forever = 1;
 static void *runner(void *arg)
 {
@@ -106,6 +132,7 @@ int main(int argc, char **argv)
   if (argc > 1) n_objects = atol(argv[1]);
   const char *end = argc > 2 ? argv[2] : "exit";
   if (!strcmp(end, "sigfork")) return sigfork();
+  if (!strcmp(end, "churn")) return churn(n_objects);
   pthread_t a, b;
   pthread_create(&a, NULL, producer, NULL);
   pthread_create(&b, NULL, consumer, NULL);

@@ -66,6 +66,7 @@ static __thread int tls_busy;        /* inside the recorder: pass straight throu
 static __thread struct tbuf *tls_tb;
 static __thread uint64_t tls_id_next, tls_id_end;
 static __thread uint32_t tls_parent;
+static __thread uint32_t tls_exited;   /* thread number after thread_exit ran, else 0 */
 
 /* --- bootstrap bump allocator (dlsym before the real functions are known) --- */
 #define BOOT_SIZE (256 * 1024)
@@ -325,11 +326,27 @@ static inline void append(struct tbuf *tb, const struct hpm_event *e)
    `g_frozen` with compiler barriers only; flush_all sets `g_frozen` and
    issues membarrier(), which orders both sides, then waits for `writing`
    to clear.  Without membarrier every append takes the buffer's lock.  */
+/* An event of a thread whose buffer was already released at its exit
+   (glibc frees thread resources after the key destructors ran): written
+   at once as a chunk of its own, under the thread's number.  */
+static void record_late(const struct hpm_event *e)
+{
+  if (e->kind == HPM_FREE && e->ref == HPM_REF_NULL) return;   /* free(NULL): nothing to replay */
+  unsigned char chunk[HPM_CHUNK_HDR + HPM_MAX_EVENT];
+  uint64_t t = e->t, id = 0;
+  unsigned char *end = hpm_encode_event(chunk + HPM_CHUNK_HDR, e, &t, &id);
+  uint32_t len = (uint32_t) (end - chunk - HPM_CHUNK_HDR);
+  hpm_encode_chunk_header(chunk, tls_exited, 1, e->t, 0, len);
+  if (g_fd >= 0) write_all(chunk, HPM_CHUNK_HDR + len);
+}
+
 static void record(const struct hpm_event *e)
 {
   struct tbuf *tb = tls_tb;
-  if (UNLIKELY(!tb) && !(tb = tbuf_acquire()))
-    return;
+  if (UNLIKELY(!tb)) {
+    if (tls_exited) { record_late(e); return; }
+    if (!(tb = tbuf_acquire())) return;
+  }
   if (__builtin_expect(g_fast, 1)) {
     __atomic_store_n(&tb->writing, 1, __ATOMIC_RELAXED);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -385,6 +402,7 @@ static void thread_exit(void *arg)
   flush_locked(tb);
   spin_unlock(&tb->lock);
   tls_tb = NULL;
+  tls_exited = tb->thread;
   __atomic_store_n(&tb->in_use, 0, __ATOMIC_RELEASE);
   tls_busy--;
 }
