@@ -23,7 +23,7 @@ static void head(FILE *f, int w, int h, const char *title)
           "font-family=\"sans-serif\" font-size=\"11\">\n<title>", w, h);
   esc(f, title);
   fprintf(f, "</title>\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
-          "<text x=\"%d\" y=\"18\" text-anchor=\"middle\" font-size=\"14\">", w / 2);
+          "<text x=\"%d\" y=\"18\" text-anchor=\"start\" font-size=\"13\">", 10);
   esc(f, title);
   fputs("</text>\n", f);
 }
@@ -35,8 +35,9 @@ int svg_bars(const char *path, const char *title, const char *const *labels, int
   FILE *f = fopen(path, "w");
   if (!f) return -1;
   int group = 14 * nseries + 10, left = 70, top = 30, ph = 260;
-  int w = left + 20 + (n > 0 ? n : 1) * group, h = top + ph + 90 + 14 * nseries;
-  if (w < 400) w = 400;
+  if (group < 80) group = 80;
+  int w = left + 120 + (n > 0 ? n : 1) * group, h = top + ph + 120 + 14 * nseries;
+  if (w < 640) w = 640;
   double max = 0;
   for (int i = 0; i < n * nseries; i++) if (v[i] > max) max = v[i];
   if (max <= 0) max = 1;
@@ -61,7 +62,7 @@ int svg_bars(const char *path, const char *title, const char *const *labels, int
     fputs("</text>\n", f);
   }
   for (int s = 0; s < nseries; s++) {
-    int y = top + ph + 70 + 14 * s;
+    int y = top + ph + 105 + 14 * s;
     fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/><text x=\"%d\" y=\"%d\">",
             left, y - 9, colours[s % 8], left + 14, y);
     esc(f, series[s]);
@@ -76,7 +77,7 @@ int svg_line(const char *path, const char *title, const double *x, const double 
 {
   FILE *f = fopen(path, "w");
   if (!f) return -1;
-  int w = 720, h = 360, left = 80, top = 30, pw = w - left - 20, ph = h - top - 50;
+  int w = 760, h = 360, left = 80, top = 30, pw = w - left - 50, ph = h - top - 50;
   double xmax = 0, ymax = 0;
   for (int i = 0; i < n; i++) { if (x[i] > xmax) xmax = x[i]; if (y[i] > ymax) ymax = y[i]; }
   if (xmax <= 0) xmax = 1;
