@@ -29,6 +29,9 @@ for c in record replay compare analyze tune tlbcost dump reencode; do
   check "hpm $c --help" test $rc -eq 0 -a -n "$(echo "$out" | grep -i usage)"
 done
 T "$HPM" nosuch >/dev/null 2>&1; check "unknown command fails" test $? -ne 0
+out=$(T "$HPM" record -o /nonexistent/dir/t.hpmt -- true 2>&1); rc=$?
+check "record into a missing directory: exit $rc, names the file" test $rc -ne 0 -a -n "$(echo "$out" | grep /nonexistent/dir/t.hpmt)"
+
 
 # --- record: real programs ------------------------------------------------------
 # python3: same output with and without the recorder; the trace reads back.

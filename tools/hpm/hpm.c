@@ -4,6 +4,7 @@
 #include "hpm.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <limits.h>
 #include <signal.h>
@@ -81,6 +82,10 @@ int cmd_record(int argc, char **argv)
     for (size_t k = 0; k < g.gl_pathc; k++) unlink(g.gl_pathv[k]);
     globfree(&g);
   }
+  unlink(abs);
+  int probe = open(abs, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (probe < 0) { fprintf(stderr, "hpm record: %s: %s\n", abs, strerror(errno)); free(lib); return 1; }
+  close(probe);
   unlink(abs);
   const char *old = getenv("LD_PRELOAD");
   char *pre = malloc(strlen(lib) + (old ? strlen(old) : 0) + 2);
