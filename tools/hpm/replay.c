@@ -52,6 +52,9 @@ static const char usage[] =
   "the page sizes that backed each address.  --json prints one object (keys\n"
   "include wall_s, cpu_s, ns_p50, ns_p99, minor_faults, peak_rss_kb,\n"
   "peak_live_bytes, hugepage_coverage, tlb_misses, tlb_misses_4k, ops).\n"
+  "--tlb: auto (default: CPUID leaf 0x18 or 0x80000005/6, else skylake), cpuid,\n"
+  "a preset, or custom:l1=ENTRIES/WAYS,l1h=E/W,l2=E/W,hit=CYCLES,walk=CYCLES.\n"
+  "With a `hpm tlbcost` result the modelled walks saved are also given in ns.\n"
   "TLB presets:\n";
 
 uint64_t replay_default_max_mem(void)
