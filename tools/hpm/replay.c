@@ -212,11 +212,16 @@ static void print_text(const char *json)
     { "tlb_misses", "TLB model: walks, actual pages", "%.0f", 1 },
     { "tlb_cycles_4k", "TLB model: cycles, all 4 KiB", "%.0f", 1 },
     { "tlb_cycles", "TLB model: cycles, actual", "%.0f", 1 },
+    { "tlb_est_ns_4k", "TLB model: walk ns, all 4 KiB", "%.0f", 1 },
+    { "tlb_est_ns", "TLB model: walk ns, actual", "%.0f", 1 },
     { "tlb_est_ns_saved", "TLB model: ns saved (tlbcost)", "%.0f", 1 },
     { "alloc_failures", "failed allocations", "%.0f", 1 },
   };
+  double walk = 0;
+  json_get_num(json, "tlb_walk_ns", &walk);
   for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
     double v;
+    if (!strncmp(rows[i].key, "tlb_est_ns", 10) && walk <= 0) continue;   /* no `hpm tlbcost` result */
     if (json_get_num(json, rows[i].key, &v) == 0) {
       printf("%-32s ", rows[i].label);
       printf(rows[i].fmt, v * rows[i].scale);
@@ -669,7 +674,7 @@ int cmd_engine(int argc, char **argv)
          "\"hugepage_coverage\":%.4f,\"live_bytes_on_huge\":%.4f,\"hugepage_source\":\"%s\",\"anon_huge_kb\":%llu,"
          "\"tlb_model\":\"%s\",\"tlb_accesses\":%llu,\"tlb_l1_misses_4k\":%llu,\"tlb_misses_4k\":%llu,"
          "\"tlb_l1_misses\":%llu,\"tlb_misses\":%llu,\"tlb_cycles_4k\":%.0f,\"tlb_cycles\":%.0f,"
-         "\"tlb_walk_ns\":%.2f,\"tlb_est_ns_saved\":%.0f,\"alloc_failures\":%llu}\n",
+         "\"tlb_walk_ns\":%.2f,\"tlb_est_ns_4k\":%.0f,\"tlb_est_ns\":%.0f,\"tlb_est_ns_saved\":%.0f,\"alloc_failures\":%llu}\n",
          E.h->nthreads, serial ? "serial" : "faithful",
          E.touch == TOUCH_NONE ? "none" : E.touch == TOUCH_FIRST ? "first" : "full",
          (unsigned long long) nops, wall, cpu, p50, p99, r1.ru_minflt - r0.ru_minflt,
@@ -681,7 +686,7 @@ int cmd_engine(int argc, char **argv)
          E.pagemap_ok ? "pagemap" : "smaps", (unsigned long long) E.anon_huge_kb, g->name,
          (unsigned long long) acc, (unsigned long long) l1m4, (unsigned long long) w4,
          (unsigned long long) l1ma, (unsigned long long) wa, cyc4, cyca, walk_ns,
-         walk_ns * (double) (w4 > wa ? w4 - wa : 0), (unsigned long long) E.failures);
+         walk_ns * (double) w4, walk_ns * (double) wa, walk_ns * (double) (w4 > wa ? w4 - wa : 0), (unsigned long long) E.failures);
   fflush(stdout);
   _exit(0);   /* no teardown of the replayed heap */
 }
