@@ -1,0 +1,62 @@
+# The hpm tool (tools/hpm/): build/bin/hpm and the recorder
+# build/lib/libhpmtrace.so, both part of the default build; `make check-hpm`
+# runs tests/hpm/run-hpm.sh (record/replay round trips on real programs,
+# byte-exact re-encoding, hostile traces, analyze/compare/tune output).
+HPM_DIR      := tools/hpm
+HPM_BIN      := $(BUILD)/bin/hpm
+HPM_TRACE_SO := $(BUILD)/lib/libhpmtrace.so
+HPM_CFLAGS   := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -I$(HPM_DIR) $(CFLAGS)
+HPM_SRCS     := $(filter-out $(HPM_DIR)/recorder.c,$(sort $(wildcard $(HPM_DIR)/*.c)))
+HPM_HDRS     := $(wildcard $(HPM_DIR)/*.h)
+HPM_TESTPROG := $(BUILD)/tests/hpm/xthread
+HPM_UNIT     := $(BUILD)/tests/hpm/test_trace
+
+$(HPM_BIN): $(HPM_SRCS) $(HPM_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(HPM_CFLAGS) -o $@ $(HPM_SRCS) -lpthread -lm
+
+# The recorder: hidden by default, only the malloc API (and the hooks it
+# needs: pthread_create, exec*, _exit) exported.
+$(HPM_TRACE_SO): $(HPM_DIR)/recorder.c $(HPM_DIR)/trace.c $(HPM_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(HPM_CFLAGS) -fPIC -fvisibility=hidden -ftls-model=initial-exec -shared \
+	  -o $@ $(HPM_DIR)/recorder.c $(HPM_DIR)/trace.c -ldl -lpthread
+
+$(HPM_TESTPROG): tests/hpm/xthread.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -g -fno-builtin -Wall -Wextra -D_GNU_SOURCE -o $@ $< -lpthread
+
+# Criterion tests of the trace codec.
+$(HPM_UNIT): tests/hpm/test_trace.c $(HPM_DIR)/trace.c $(HPM_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(HPM_CFLAGS) -o $@ $< $(HPM_DIR)/trace.c -lcriterion
+
+.PHONY: hpm-bins check-hpm
+hpm-bins: $(HPM_BIN) $(HPM_TRACE_SO)
+all: hpm-bins
+
+check-hpm: hpm-bins $(LIB_SO) $(HPM_TESTPROG) $(HPM_UNIT)
+	@$(HPM_UNIT) --jobs=2 && BUILD=$(BUILD) bash tests/hpm/run-hpm.sh
+
+CHECK_TARGETS += check-hpm
+
+# make demo-hpm (also run by `make demo`): a bundled trace replayed under
+# glibc and hpmalloc, hugetlb 0 and 1: time, coverage, TLB model; an SVG chart.
+HPM_DEMO_TRACE ?= tests/hpm/traces/python3-malloc.hpmt
+.PHONY: demo-hpm
+demo-hpm: hpm-bins $(LIB_SO)
+	@echo "=== hpm compare $(HPM_DEMO_TRACE) (chart: $(BUILD)/hpm-compare.svg)"
+	@$(HPM_BIN) compare $(HPM_DEMO_TRACE) --config glibc --config glibc:glibc.malloc.hugetlb=1 \
+	  --config hpmalloc --config hpmalloc:glibc.malloc.hugetlb=1 --touch full --reps 3 \
+	  --svg $(BUILD)/hpm-compare.svg
+demo: demo-hpm
+
+# make install also installs hpm (BINDIR) and the recorder (LIBDIR); hpm
+# finds both libraries as ../lib/ next to its own directory.
+BINDIR ?= $(PREFIX)/bin
+.PHONY: install-hpm
+install-hpm: hpm-bins
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)
+	install -m 755 $(HPM_BIN) $(DESTDIR)$(BINDIR)/hpm
+	install -m 755 $(HPM_TRACE_SO) $(DESTDIR)$(LIBDIR)/libhpmtrace.so
+install: install-hpm

@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# check-hpm: the hpm tool on real programs and on hostile traces.
+#   BUILD=build bash tests/hpm/run-hpm.sh
+# Every check prints "ok" or "FAIL" with the reason; the exit status is
+# non-zero if any failed.  No timing is asserted.
+set -u
+BUILD=${BUILD:-build}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+HPM=$ROOT/$BUILD/bin/hpm
+XT=$ROOT/$BUILD/tests/hpm/xthread
+TRACES=$ROOT/tests/hpm/traces
+MK="python3 $ROOT/tests/hpm/mktrace.py"
+PY=/usr/bin/python3
+W=$(mktemp -d /tmp/check-hpm.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+fails=0; passes=0
+ok()   { passes=$((passes+1)); echo "ok   $*"; }
+fail() { fails=$((fails+1)); echo "FAIL $*"; }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else fail "$what"; fi; }
+T() { timeout 60 "$@"; }
+# jq-free JSON access: jget FILE EXPR (python expression on d)
+jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+[ -x "$HPM" ] && [ -f "$ROOT/$BUILD/lib/libhpmtrace.so" ] || { echo "FAIL hpm not built"; exit 1; }
+
+# --- help and usage -----------------------------------------------------------
+for c in record replay compare analyze tune tlbcost dump reencode; do
+  out=$(T "$HPM" $c --help 2>&1); rc=$?
+  check "hpm $c --help" test $rc -eq 0 -a -n "$(echo "$out" | grep -i usage)"
+done
+T "$HPM" nosuch >/dev/null 2>&1; check "unknown command fails" test $? -ne 0
+out=$(T "$HPM" record -o /nonexistent/dir/t.hpmt -- true 2>&1); rc=$?
+check "record into a missing directory: exit $rc, names the file" test $rc -ne 0 -a -n "$(echo "$out" | grep /nonexistent/dir/t.hpmt)"
+
+
+# --- record: real programs ------------------------------------------------------
+# python3: same output with and without the recorder; the trace reads back.
+expect=$($PY "$ROOT/tests/integration/prog.py" 20000)
+got=$(cd "$W" && T "$HPM" record -q -o py.hpmt -- $PY "$ROOT/tests/integration/prog.py" 20000)
+check "python3 output unchanged under the recorder" test "$expect" = "$got"
+T "$HPM" analyze --json "$W/py.hpmt" > "$W/py.json"
+check "python3 trace: events and objects" test "$(jget "$W/py.json" 'int(d["events"] > 1000 and d["objects"] > 500)')" = 1
+check "python3 trace: size histogram counts sum to objects" \
+  test "$(jget "$W/py.json" 'int(sum(b["count"] for b in d["size_histogram"]) == d["objects"])')" = 1
+check "python3 trace: peak live bytes positive" test "$(jget "$W/py.json" 'int(d["peak_live_bytes"] > 100000)')" = 1
+# malloc-heavy python3: at most 8 bytes per event.
+(cd "$W" && PYTHONMALLOC=malloc T "$HPM" record -q -o pym.hpmt -- $PY -S -c 'x=[str(i)*2 for i in range(30000)]; del x' )
+ev=$(T "$HPM" analyze --json "$W/pym.hpmt" | python3 -c 'import json,sys; print(json.load(sys.stdin)["events"])')
+sz=$(stat -c %s "$W/pym.hpmt")
+check "PYTHONMALLOC=malloc python3: $ev events, $sz bytes, <= 8 bytes/event" \
+  test "$ev" -gt 50000 -a "$sz" -le $((ev * 8))
+
+# sort
+seq 1 30000 | awk '{print ($1*7919)%30011}' > "$W/in.txt"
+(cd "$W" && T "$HPM" record -q -o sort.hpmt -- sort -n in.txt -o out.txt)
+check "sort under the recorder sorts" cmp -s "$W/out.txt" <(sort -n "$W/in.txt")
+check "sort trace reads back" test "$(T "$HPM" analyze --json "$W/sort.hpmt" | python3 -c 'import json,sys; print(int(json.load(sys.stdin)["ops"]["malloc"] > 10))')" = 1
+
+# The multi-threaded program: exact counts of every API function.
+(cd "$W" && T "$HPM" record -q -o xt.hpmt -- "$XT" 20000 >/dev/null)
+T "$HPM" analyze --json "$W/xt.hpmt" > "$W/xt.json"
+check "xthread: 20000 cross-thread frees" test "$(jget "$W/xt.json" 'd["cross_thread_frees"]')" = 20000
+check "xthread: one call of each API function" test "$(jget "$W/xt.json" \
+  'int(all(d["ops"][k] == 1 for k in ("reallocarray","memalign","posix_memalign","aligned_alloc","valloc","pvalloc")) and d["ops"]["malloc"] >= 20003 and d["ops"]["realloc"] >= 2 and d["ops"]["calloc"] >= 1)')" = 1
+check "xthread: producer/consumer in the free matrix" test "$(jget "$W/xt.json" \
+  'int(any(v == 20000 for row in d["free_matrix"]["rows_allocating_cols_freeing"] for v in row))')" = 1
+check "xthread: 3+ threads with start events" test "$(jget "$W/xt.json" 'int(d["threads"] >= 3 and d["ops"]["thread_start"] >= 3)')" = 1
+
+# Every way to end loses nothing (the main thread's last calls included).
+for how in _exit abort sigterm running; do
+  (cd "$W" && T "$HPM" record -q -o end-$how.hpmt -- "$XT" 5000 $how >/dev/null 2>&1); rc=$?
+  case $how in abort) want=134;; sigterm) want=143;; *) want=0;; esac
+  check "end by $how: exit status $want passed on" test $rc -eq $want
+  n=$(T "$HPM" analyze --json "$W/end-$how.hpmt" | python3 -c 'import json,sys; d=json.load(sys.stdin)["ops"]; print(d["malloc"])')
+  min=5003; [ $how = running ] && min=6003
+  check "end by $how: all $min+ mallocs recorded (got $n)" test "${n:-0}" -ge $min
+done
+# fork: the child writes its own file named after its pid.
+(cd "$W" && T "$HPM" record -q -o fk.hpmt -- "$XT" 1000 fork >/dev/null)
+child=$(ls "$W"/fk.hpmt.[0-9]* 2>/dev/null | head -1)
+check "fork: child trace fk.hpmt.<pid>" test -n "$child"
+if [ -n "$child" ]; then
+  T "$HPM" analyze --json "$child" > "$W/fk.json" 2>"$W/fk.err"
+  check "fork: child recorded 500 malloc + 500 free" test "$(jget "$W/fk.json" 'int(d["ops"]["malloc"] >= 500 and d["ops"]["free"] >= 500)')" = 1
+  check "fork: the parent's object freed in the child is reported" test "$(jget "$W/fk.json" 'd["unknown_frees"]')" -ge 1
+  pid=$(jget "$W/fk.json" 'd["pid"]')
+  check "fork: header pid matches the file name" test "$child" = "$W/fk.hpmt.$pid"
+fi
+
+# fork from a signal handler that interrupts the recorder: no deadlock.
+(cd "$W" && T "$HPM" record -q -o sf.hpmt -- "$XT" 100 sigfork >/dev/null 2>&1); rc=$?
+nf=$(ls "$W"/sf.hpmt* 2>/dev/null | wc -l); nbad=0
+for f in "$W"/sf.hpmt*; do T "$HPM" analyze "$f" >/dev/null 2>&1 || nbad=$((nbad+1)); done
+check "fork in signal handlers (nested): exit $rc, $nf traces, $nbad unreadable" test $rc -eq 0 -a "$nf" -ge 3 -a $nbad -eq 0
+rm -f "$W"/sf.hpmt*
+
+# Thread churn: buffers of exited threads are reused (memory stays flat).
+out=$(cd "$W" && T "$HPM" record -q -o ch.hpmt -- "$XT" 20000 churn); rc=$?
+rss=$(echo "$out" | sed -n 's/.*max RSS \([0-9]*\) KiB.*/\1/p')
+check "20000 threads one after another: exit $rc, max RSS ${rss:-?} KiB < 40 MiB" test $rc -eq 0 -a "${rss:-999999}" -lt 40960
+check "20000 threads: every start and exit recorded" test "$(T "$HPM" analyze --json "$W/ch.hpmt" | python3 -c 'import json,sys; d=json.load(sys.stdin)["ops"]; print(int(d["thread_start"] >= 20001 and d["thread_exit"] >= 20000))')" = 1
+
+# --- format: byte-exact re-encoding ------------------------------------------------
+for f in "$W/py.hpmt" "$W/xt.hpmt" "$W/sort.hpmt" "$TRACES"/*.hpmt; do
+  T "$HPM" reencode "$f" "$W/re.hpmt" && cmp -s "$f" "$W/re.hpmt"
+  check "re-encoding $(basename "$f") is byte-exact" test $? -eq 0
+done
+$MK simple "$W/simple.hpmt"
+T "$HPM" reencode "$W/simple.hpmt" "$W/re.hpmt"
+check "a trace from the independent writer (mktrace.py) re-encodes byte-exact" cmp -s "$W/simple.hpmt" "$W/re.hpmt"
+check "mktrace simple: 21 events, 10 objects, peak 1045" test "$(T "$HPM" analyze --json "$W/simple.hpmt" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["events"], d["objects"], d["peak_live_bytes"])')" = "21 10 1045"
+
+# --- bad input ------------------------------------------------------------------------
+bad() {  # bad WHAT FILE PATTERN: non-zero exit, one line naming the file and pattern
+  local what=$1 f=$2 pat=$3 out rc
+  out=$(T "$HPM" analyze "$f" 2>&1 >/dev/null); rc=$?
+  check "$what: exit $rc, '$pat'" test $rc -ne 0 -a $rc -lt 124 -a -n "$(echo "$out" | grep -F "$f" | grep -e "$pat")"
+}
+: > "$W/empty.hpmt";               bad "empty file" "$W/empty.hpmt" "byte offset 0: empty"
+cp "$HPM" "$W/foreign.hpmt";       bad "foreign file" "$W/foreign.hpmt" "byte offset 0: not an hpm trace"
+head -c 10 "$W/xt.hpmt" > "$W/short.hpmt"; bad "10-byte file" "$W/short.hpmt" "byte offset 0"
+for k in huge-count bad-varint bad-kind huge-header future-version; do
+  $MK $k "$W/$k.hpmt"; bad "hostile: $k" "$W/$k.hpmt" "byte offset [0-9]"
+done
+cp "$W/xt.hpmt" "$W/corrupt.hpmt"
+printf '\x55' | dd of="$W/corrupt.hpmt" bs=1 seek=5000 conv=notrunc status=none
+bad "a flipped byte in a chunk" "$W/corrupt.hpmt" "checksum mismatch"
+$MK cycle "$W/cycle.hpmt"; bad "cycle in cross-thread ordering" "$W/cycle.hpmt" "cycle"
+out=$(T "$HPM" replay "$W/cycle.hpmt" 2>&1); rc=$?
+check "replay refuses a cycle (exit $rc)" test $rc -ne 0 -a $rc -lt 124
+# Truncated: reads up to the last whole chunk, warns, exits 0.
+sz=$(stat -c %s "$W/xt.hpmt"); head -c $((sz * 2 / 3)) "$W/xt.hpmt" > "$W/trunc.hpmt"
+out=$(T "$HPM" analyze --json "$W/trunc.hpmt" 2>"$W/trunc.err"); rc=$?
+check "truncated: exit 0 with a warning naming the offset" test $rc -eq 0 -a -n "$(grep 'truncated' "$W/trunc.err" | grep 'byte offset')"
+check "truncated: fewer events than the whole" test "$(echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(int(0 < d["events"] < 40000 and d["truncated"]))')" = 1
+$MK header-only "$W/ho.hpmt"
+check "header-only trace: 0 events, exit 0" test "$(T "$HPM" analyze --json "$W/ho.hpmt" | python3 -c 'import json,sys; print(json.load(sys.stdin)["events"])')" = 0
+$MK unknown-free "$W/uf.hpmt"
+T "$HPM" replay --json "$W/uf.hpmt" > "$W/uf.json" 2> "$W/uf.err"
+check "frees of unknown objects: warning, replay of the rest" test $? -eq 0 -a -n "$(grep 'never allocated' "$W/uf.err")" -a "$(jget "$W/uf.json" 'd["ops"]')" = 2
+$MK huge-size "$W/hs.hpmt"
+out=$(T "$HPM" replay "$W/hs.hpmt" 2>&1); rc=$?
+check "SIZE_MAX allocation: replay refuses (exit $rc)" test $rc -eq 1 -a -n "$(echo "$out" | grep 'exceeds the replay limit')"
+
+# --- replay ---------------------------------------------------------------------------------
+for a in glibc hpmalloc; do
+  T "$HPM" replay "$W/xt.hpmt" --allocator $a --json > "$W/r-$a.json"; rc=$?
+  check "replay xthread under $a: exit 0" test $rc -eq 0
+  check "replay xthread under $a: every op, none failed, JSON keys" test "$(jget "$W/r-$a.json" \
+    'int(d["ops"] > 40000 and d["alloc_failures"] == 0 and d["threads"] >= 3 and all(k in d for k in ("wall_s","peak_rss_kb","peak_live_bytes","hugepage_coverage","tlb_misses","ops")))')" = 1
+  check "replay under $a: peak live bytes as analyze says" test "$(jget "$W/r-$a.json" 'd["peak_live_bytes"]')" = "$(jget "$W/xt.json" 'd["peak_live_bytes"]')"
+done
+T "$HPM" replay "$W/xt.hpmt" --threads serial --touch none --tlb zen3 --json > "$W/rs.json"
+check "serial replay with touch none, zen3 model" test "$(jget "$W/rs.json" 'int(d["threads"] >= 3 and d["mode"] == "serial" and d["touch"] == "none" and d["tlb_model"] == "zen3")')" = 1
+T "$HPM" replay "$W/xt.hpmt" --tlb custom:l1=32/4,l1h=16/4,l2=512/8,walk=40 --json > /dev/null
+check "custom TLB geometry" test $? -eq 0
+T "$HPM" replay "$W/xt.hpmt" --tlb nosuch >/dev/null 2>&1
+check "unknown TLB preset fails" test $? -ne 0
+check "CPUID leaf 0x18 decoding (Intel, fixture)" test "$(T "$HPM" __tlbdecode "$ROOT/tests/hpm/cpuid/intel-golden-cove.txt")" = "cpuid-intel l1_4k=96/6 l1_2m=32/4 l2=2048/16"
+check "CPUID 0x80000005/6 decoding (AMD, fixture)" test "$(T "$HPM" __tlbdecode "$ROOT/tests/hpm/cpuid/amd-zen3.txt")" = "cpuid-amd l1_4k=64/64 l1_2m=64/64 l2=2048/16"
+T "$HPM" replay "$W/xt.hpmt" --allocator /nonexistent.so >/dev/null 2>&1
+check "missing allocator fails" test $? -ne 0
+THP=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
+T "$HPM" replay "$TRACES/python3-malloc.hpmt" --allocator hpmalloc --tunables glibc.malloc.hugetlb=1 --touch full --json > "$W/rh.json"
+if [ -n "$THP" ] && ! echo "$THP" | grep -q '\[never\]'; then
+  check "hpmalloc hugetlb=1: coverage > 0.5 and fewer modelled walks than 4 KiB" test "$(jget "$W/rh.json" \
+    'int(d["hugepage_coverage"] > 0.5 and d["tlb_misses"] < d["tlb_misses_4k"])')" = 1
+else
+  echo "skip hugetlb=1 coverage: THP unavailable ($THP)"
+fi
+
+# --- analyze, compare, tune, tlbcost ---------------------------------------------------------
+T "$HPM" analyze "$W/xt.hpmt" --svg "$W/svg" > "$W/an.txt"
+check "analyze text: sections present" test -n "$(grep 'size histogram' "$W/an.txt")" -a -n "$(grep 'lifetime histogram' "$W/an.txt")" -a -n "$(grep 'allocating thread' "$W/an.txt")" -a -n "$(grep 'peak live bytes' "$W/an.txt")"
+for s in live_bytes sizes lifetimes; do
+  check "analyze --svg: $s.svg" test -n "$(grep -l '</svg>' "$W/svg/$s.svg" 2>/dev/null)"
+done
+T "$HPM" compare "$TRACES/xthread.hpmt" --reps 2 --touch first --json --svg "$W/cmp.svg" > "$W/cmp.json"
+check "compare: 4 configurations, 2 runs each, medians" test "$(jget "$W/cmp.json" \
+  'int(len(d["configs"]) == 4 and all(len(c["runs"]) == 2 and "hugepage_coverage" in c["median"] and "tlb_misses" in c["median"] for c in d["configs"]))')" = 1
+check "compare: hpmalloc with hugetlb=1 and glibc in the table" test "$(jget "$W/cmp.json" \
+  'int(any(c["allocator"] == "hpmalloc" and c["tunables"] == "glibc.malloc.hugetlb=1" for c in d["configs"]) and any(c["allocator"] == "glibc" and c["tunables"] == "" for c in d["configs"]))')" = 1
+check "compare --svg names every configuration" test "$(grep -c 'hpmalloc glibc.malloc.hugetlb=1' "$W/cmp.svg")" -ge 1
+T "$HPM" compare "$TRACES/sort.hpmt" --config glibc --config hpmalloc:glibc.malloc.hugetlb=1 --reps 1 > "$W/cmp.txt"
+check "compare text table" test -n "$(grep '^hpmalloc glibc.malloc.hugetlb=1' "$W/cmp.txt")" -a -n "$(grep 'huge cov' "$W/cmp.txt")"
+T "$HPM" tune "$TRACES/sort.hpmt" --reps 1 --touch none > "$W/tune.txt"; rc=$?
+check "tune: exit 0, recommendation and the runs behind it" test $rc -eq 0 -a -n "$(grep '^recommended: GLIBC_TUNABLES=' "$W/tune.txt")" -a -n "$(grep -E '^[0-9]+ runs' "$W/tune.txt")" -a "$(grep -c 'glibc.malloc.arena_max' "$W/tune.txt")" -ge 3
+T "$HPM" tlbcost --max 8M --reads 20000 --no-save > "$W/tlb.txt"
+check "tlbcost prints a latency table and a miss cost" test -n "$(grep '^4 MiB' "$W/tlb.txt")" -a -n "$(grep 'TLB miss cost' "$W/tlb.txt")"
+
+echo "check-hpm: $passes passed, $fails failed"
+[ $fails -eq 0 ]

@@ -1,0 +1,380 @@
+/* hpm: the TLB model (geometry from CPUID or a preset; a set-associative
+   LRU simulation of an L1 dTLB per page size and a shared L2 TLB) and
+   `hpm tlbcost`, which measures what a TLB miss costs on this machine.
+   MIT licence.  */
+#include "hpm.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+/* Published figures, rounded; walk_cycles are typical page-walk latencies
+   when the page-table entries hit in the data caches.  */
+static const struct tlb_geom presets[] = {
+  { "skylake",      { 64, 4 },  { 32, 4 },  { 1536, 12 }, 9, 30 },
+  { "golden-cove",  { 96, 6 },  { 32, 4 },  { 2048, 16 }, 8, 30 },
+  { "zen3",         { 64, 64 }, { 64, 64 }, { 2048, 16 }, 7, 35 },
+  { "zen4",         { 72, 72 }, { 72, 72 }, { 3072, 24 }, 7, 35 },
+  { "power9-radix", { 64, 64 }, { 64, 64 }, { 1024, 4 },  10, 60 },
+  { "power9-hash",  { 64, 64 }, { 64, 64 }, { 1024, 4 },  10, 120 },
+};
+
+void tlb_geom_list(FILE *f)
+{
+  for (size_t i = 0; i < sizeof presets / sizeof *presets; i++) {
+    const struct tlb_geom *g = &presets[i];
+    fprintf(f, "  %-13s L1 4K %u/%u-way, L1 2M %u/%u-way, L2 %u/%u-way, L2 hit %u cycles, walk %u cycles\n",
+            g->name, g->l1_4k.entries, g->l1_4k.ways, g->l1_2m.entries, g->l1_2m.ways,
+            g->l2.entries, g->l2.ways, g->l2_hit_cycles, g->walk_cycles);
+  }
+}
+
+static unsigned amd_l2_assoc(unsigned code, unsigned entries)
+{
+  static const unsigned tab[16] = { 0, 1, 2, 3, 4, 0, 8, 0, 16, 0, 32, 48, 64, 96, 128, 0 };
+  if (code == 0xF) return entries;   /* fully associative */
+  return tab[code & 0xF];
+}
+
+/* Decode the TLB leaves.  CPUID(leaf, subleaf, regs) returns 0 if the leaf
+   is not available; it is the instruction on x86, a table in tests.  */
+typedef int (*cpuid_fn)(unsigned leaf, unsigned sub, unsigned r[4], void *ctx);
+
+static int tlb_decode(cpuid_fn cpuid, void *ctx, struct tlb_geom *g)
+{
+  unsigned r[4], max;
+  char vendor[13];
+  if (!cpuid(0, 0, r, ctx)) return -1;
+  max = r[0];
+  memcpy(vendor, &r[1], 4); memcpy(vendor + 4, &r[3], 4); memcpy(vendor + 8, &r[2], 4); vendor[12] = 0;
+  memset(g, 0, sizeof *g);
+  g->l2_hit_cycles = 8; g->walk_cycles = 30;
+  if (!strcmp(vendor, "GenuineIntel") && max >= 0x18) {
+    if (!cpuid(0x18, 0, r, ctx)) return -1;
+    unsigned nsub = r[0];
+    for (unsigned s = 0; s <= nsub && s < 64; s++) {
+      if (!cpuid(0x18, s, r, ctx)) break;
+      unsigned b = r[1], c = r[2], d = r[3];
+      unsigned type = d & 0x1F, level = (d >> 5) & 7;
+      if (type == 0 || type == 2 || type == 5) continue;   /* invalid, instruction, store-only */
+      unsigned ways = b >> 16, sets = c;
+      if (d & 0x100) { ways = ways * sets; sets = 1; }     /* fully associative */
+      unsigned entries = ways * sets;
+      if (!entries) continue;
+      if (level == 1) {
+        if ((b & 1) && entries > g->l1_4k.entries) g->l1_4k = (struct tlb_level) { entries, ways };
+        if ((b & 2) && entries > g->l1_2m.entries) g->l1_2m = (struct tlb_level) { entries, ways };
+      } else if (level == 2 && (b & 1) && entries > g->l2.entries) {
+        g->l2 = (struct tlb_level) { entries, ways };
+      }
+    }
+    snprintf(g->name, sizeof g->name, "cpuid-intel");
+  } else if (!strcmp(vendor, "AuthenticAMD") || !strcmp(vendor, "HygonGenuine")) {
+    if (!cpuid(0x80000000, 0, r, ctx) || r[0] < 0x80000006) return -1;
+    if (!cpuid(0x80000005, 0, r, ctx)) return -1;
+    g->l1_2m = (struct tlb_level) { (r[0] >> 16) & 0xFF, (r[0] >> 24) & 0xFF };
+    g->l1_4k = (struct tlb_level) { (r[1] >> 16) & 0xFF, (r[1] >> 24) & 0xFF };
+    if (g->l1_2m.ways == 0xFF) g->l1_2m.ways = g->l1_2m.entries;
+    if (g->l1_4k.ways == 0xFF) g->l1_4k.ways = g->l1_4k.entries;
+    if (!cpuid(0x80000006, 0, r, ctx)) return -1;
+    unsigned e4 = (r[1] >> 16) & 0xFFF, e2 = (r[0] >> 16) & 0xFFF;
+    unsigned code = e4 >= e2 ? r[1] >> 28 : r[0] >> 28, e = e4 >= e2 ? e4 : e2;
+    g->l2 = (struct tlb_level) { e, amd_l2_assoc(code, e) };
+    g->l2_hit_cycles = 7; g->walk_cycles = 35;
+    snprintf(g->name, sizeof g->name, "cpuid-amd");
+  } else
+    return -1;
+  if (!g->l1_4k.entries || !g->l2.entries || !g->l1_4k.ways || !g->l2.ways) return -1;
+  if (!g->l1_2m.entries || !g->l1_2m.ways) g->l1_2m = (struct tlb_level) { 32, 4 };
+  return 0;
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+static int cpuid_insn(unsigned leaf, unsigned sub, unsigned r[4], void *ctx)
+{
+  (void) ctx;
+  unsigned top = __get_cpuid_max(leaf & 0x80000000u, NULL);
+  if (top < leaf) return 0;
+  __cpuid_count(leaf, sub, r[0], r[1], r[2], r[3]);
+  return 1;
+}
+static int tlb_from_cpuid(struct tlb_geom *g) { return tlb_decode(cpuid_insn, NULL, g); }
+#else
+static int tlb_from_cpuid(struct tlb_geom *g) { (void) g; return -1; }
+#endif
+
+/* Tests: `hpm __tlbdecode FILE`, FILE holding lines "leaf subleaf eax ebx ecx edx" (hex).  */
+struct cpuid_table { unsigned n; unsigned v[64][6]; };
+
+static int cpuid_from_table(unsigned leaf, unsigned sub, unsigned r[4], void *ctx)
+{
+  const struct cpuid_table *t = ctx;
+  for (unsigned i = 0; i < t->n; i++)
+    if (t->v[i][0] == leaf && t->v[i][1] == sub) { memcpy(r, &t->v[i][2], 4 * sizeof *r); return 1; }
+  if (leaf == 0x18 || leaf == 0x80000005 || leaf == 0x80000006) { memset(r, 0, 4 * sizeof *r); return 1; }
+  return 0;
+}
+
+int cmd_tlbdecode(int argc, char **argv)
+{
+  static struct cpuid_table t;
+  FILE *f = argc == 2 ? fopen(argv[1], "r") : NULL;
+  if (!f) { fprintf(stderr, "usage: hpm __tlbdecode FILE\n"); return 2; }
+  while (t.n < 64 && fscanf(f, "%x %x %x %x %x %x", &t.v[t.n][0], &t.v[t.n][1], &t.v[t.n][2],
+                            &t.v[t.n][3], &t.v[t.n][4], &t.v[t.n][5]) == 6)
+    t.n++;
+  fclose(f);
+  struct tlb_geom g;
+  if (tlb_decode(cpuid_from_table, &t, &g)) { fprintf(stderr, "hpm: no TLB geometry in %s\n", argv[1]); return 1; }
+  printf("%s l1_4k=%u/%u l1_2m=%u/%u l2=%u/%u\n", g.name, g.l1_4k.entries, g.l1_4k.ways,
+         g.l1_2m.entries, g.l1_2m.ways, g.l2.entries, g.l2.ways);
+  return 0;
+}
+
+static int valid_level(const struct tlb_level *l)
+{
+  return l->entries && l->ways && l->ways <= l->entries && l->entries % l->ways == 0 && l->entries <= (1u << 20);
+}
+
+/* SPEC: a preset name, "cpuid", "auto" (cpuid, else skylake), or
+   "custom:l1=64/4,l1h=32/4,l2=1536/12,hit=9,walk=30".  */
+int tlb_geom_get(const char *spec, struct tlb_geom *g, char *err, size_t errlen)
+{
+  if (!spec || !strcmp(spec, "auto")) {
+    if (tlb_from_cpuid(g) == 0 && valid_level(&g->l1_4k) && valid_level(&g->l2) && valid_level(&g->l1_2m)) return 0;
+    *g = presets[0];
+    return 0;
+  }
+  if (!strcmp(spec, "cpuid")) {
+    if (tlb_from_cpuid(g) == 0 && valid_level(&g->l1_4k) && valid_level(&g->l2) && valid_level(&g->l1_2m)) return 0;
+    snprintf(err, errlen, "this CPU does not report its TLB geometry (CPUID 0x18 or 0x80000005/6); use a preset");
+    return -1;
+  }
+  for (size_t i = 0; i < sizeof presets / sizeof *presets; i++)
+    if (!strcmp(spec, presets[i].name)) { *g = presets[i]; return 0; }
+  if (!strncmp(spec, "custom:", 7)) {
+    *g = presets[0];
+    snprintf(g->name, sizeof g->name, "custom");
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", spec + 7);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+      unsigned x, y;
+      if (sscanf(tok, "l1=%u/%u", &x, &y) == 2) g->l1_4k = (struct tlb_level) { x, y };
+      else if (sscanf(tok, "l1h=%u/%u", &x, &y) == 2) g->l1_2m = (struct tlb_level) { x, y };
+      else if (sscanf(tok, "l2=%u/%u", &x, &y) == 2) g->l2 = (struct tlb_level) { x, y };
+      else if (sscanf(tok, "hit=%u", &x) == 1) g->l2_hit_cycles = x;
+      else if (sscanf(tok, "walk=%u", &x) == 1) g->walk_cycles = x;
+      else { snprintf(err, errlen, "bad TLB spec item '%s'", tok); return -1; }
+    }
+    if (!valid_level(&g->l1_4k) || !valid_level(&g->l1_2m) || !valid_level(&g->l2)) {
+      snprintf(err, errlen, "TLB levels need entries divisible by ways (at most 2^20 entries)");
+      return -1;
+    }
+    return 0;
+  }
+  snprintf(err, errlen, "unknown TLB model '%s' (presets: skylake golden-cove zen3 zen4 power9-radix power9-hash; cpuid; custom:...)", spec);
+  return -1;
+}
+
+/* --- simulation ---------------------------------------------------------------- */
+struct tlb_set_arr { unsigned sets, ways; uint64_t *tag, *age; };
+struct tlb_sim {
+  struct tlb_set_arr l1[2], l2;
+  uint64_t clock, accesses, l1_misses, walks;
+};
+
+static int arr_init(struct tlb_set_arr *a, const struct tlb_level *l)
+{
+  a->ways = l->ways;
+  a->sets = l->entries / l->ways;
+  a->tag = calloc(l->entries, sizeof *a->tag);
+  a->age = calloc(l->entries, sizeof *a->age);
+  return a->tag && a->age ? 0 : -1;
+}
+
+/* Look KEY (non-zero) up; insert on a miss (LRU).  1 on a hit.  */
+static int arr_access(struct tlb_set_arr *a, uint64_t key, uint64_t now)
+{
+  size_t base = (size_t) ((key >> 1) % a->sets) * a->ways, victim = base;
+  for (size_t i = base; i < base + a->ways; i++) {
+    if (a->tag[i] == key) { a->age[i] = now; return 1; }
+    if (a->age[i] < a->age[victim]) victim = i;
+  }
+  a->tag[victim] = key;
+  a->age[victim] = now;
+  return 0;
+}
+
+struct tlb_sim *tlb_sim_new(const struct tlb_geom *g)
+{
+  struct tlb_sim *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  if (arr_init(&s->l1[0], &g->l1_4k) || arr_init(&s->l1[1], &g->l1_2m) || arr_init(&s->l2, &g->l2)) {
+    tlb_sim_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+void tlb_sim_access(struct tlb_sim *s, uint64_t addr, int huge)
+{
+  uint64_t key = ((huge ? addr >> 21 : addr >> 12) << 1 | (huge ? 1 : 0)) + 2;
+  s->accesses++;
+  s->clock++;
+  if (arr_access(&s->l1[huge ? 1 : 0], key, s->clock)) return;
+  s->l1_misses++;
+  if (!arr_access(&s->l2, key, s->clock)) s->walks++;
+}
+
+void tlb_sim_counts(const struct tlb_sim *s, uint64_t *acc, uint64_t *l1m, uint64_t *walks)
+{
+  *acc = s->accesses; *l1m = s->l1_misses; *walks = s->walks;
+}
+
+void tlb_sim_free(struct tlb_sim *s)
+{
+  if (!s) return;
+  for (int i = 0; i < 2; i++) { free(s->l1[i].tag); free(s->l1[i].age); }
+  free(s->l2.tag); free(s->l2.age);
+  free(s);
+}
+
+/* --- tlbcost --------------------------------------------------------------------- */
+static const char tlbcost_usage[] =
+  "usage: hpm tlbcost [--max SIZE] [--reads N] [--no-save]\n"
+  "Measures the latency of a dependent load (pointer chase, one cache line per\n"
+  "page, random order) over growing working sets on 4 KiB pages, THP\n"
+  "(MADV_HUGEPAGE) and hugetlbfs pages (when the pool has pages), and prints\n"
+  "nanoseconds per load by working-set size.  The extra latency of 4 KiB over\n"
+  "huge pages at the largest size is the cost of a TLB miss (page walk); it is\n"
+  "saved to $XDG_CACHE_HOME/hpm/tlbcost (or ~/.cache/hpm/tlbcost) where\n"
+  "`hpm replay` reads it to turn model misses into time.  Default --max 1G.\n";
+
+static const char *cache_path(void)
+{
+  static char path[4096];
+  const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  if (getenv("HPM_TLBCOST_FILE")) return getenv("HPM_TLBCOST_FILE");
+  if (x && *x) snprintf(path, sizeof path, "%s/hpm/tlbcost", x);
+  else if (home && *home) snprintf(path, sizeof path, "%s/.cache/hpm/tlbcost", home);
+  else return NULL;
+  return path;
+}
+
+double tlbcost_cached_ns(void)
+{
+  const char *p = cache_path();
+  FILE *f = p ? fopen(p, "r") : NULL;
+  double v = 0;
+  if (f) {
+    if (fscanf(f, "walk_ns %lf", &v) != 1 || !(v > 0 && v < 10000)) v = 0;
+    fclose(f);
+  }
+  return v;
+}
+
+static uint64_t rng_state = 88172645463325252ull;
+static uint64_t rng(void)
+{
+  rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17;
+  return rng_state;
+}
+
+/* ns per dependent load over SIZE bytes of MEM, one line per 4 KiB page.  */
+static double chase(unsigned char *mem, size_t size, uint64_t reads)
+{
+  size_t pages = size / 4096;
+  size_t *perm = malloc(pages * sizeof *perm);
+  if (!perm || pages < 2) { free(perm); return -1; }
+  for (size_t i = 0; i < pages; i++) perm[i] = i;
+  for (size_t i = pages - 1; i > 0; i--) { size_t j = rng() % (i + 1), t = perm[i]; perm[i] = perm[j]; perm[j] = t; }
+  /* Vary the line within the page so that cache sets are spread.  */
+  for (size_t i = 0; i < pages; i++) {
+    size_t from = perm[i] * 4096 + (perm[i] % 64) * 64, nx = perm[(i + 1) % pages];
+    *(void **) (mem + from) = mem + nx * 4096 + (nx % 64) * 64;
+  }
+  void **p = (void **) (mem + perm[0] * 4096 + (perm[0] % 64) * 64);
+  for (size_t i = 0; i < pages; i++) p = *p;   /* warm */
+  double t0 = now_s();
+  for (uint64_t i = 0; i < reads; i++) p = *p;
+  double dt = now_s() - t0;
+  __asm__ volatile("" : : "r"(p));
+  free(perm);
+  return dt * 1e9 / (double) reads;
+}
+
+int cmd_tlbcost(int argc, char **argv)
+{
+  uint64_t max = 1ull << 30, reads = 2000000;
+  int save = 1;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(tlbcost_usage, stdout); return 0; }
+    if (!strcmp(argv[i], "--max") && i + 1 < argc) {
+      if (parse_size(argv[++i], &max) || max < (4u << 20) || max > (64ull << 30)) {
+        fprintf(stderr, "hpm tlbcost: bad --max %s (4M..64G)\n", argv[i]); return 2;
+      }
+    } else if (!strcmp(argv[i], "--reads") && i + 1 < argc) {
+      if (parse_size(argv[++i], &reads) || reads < 1000) { fprintf(stderr, "hpm tlbcost: bad --reads\n"); return 2; }
+    } else if (!strcmp(argv[i], "--no-save")) save = 0;
+    else { fprintf(stderr, "hpm tlbcost: bad argument %s\n%s", argv[i], tlbcost_usage); return 2; }
+  }
+  max &= ~((2ull << 20) - 1);
+  const char *names[3] = { "4K", "THP", "hugetlb" };
+  unsigned char *mem[3] = { NULL, NULL, NULL };
+  for (int k = 0; k < 3; k++) {
+    void *m;
+    if (k == 2) m = mmap(NULL, max, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE, -1, 0);
+    else {
+      /* Over-map by 2 MiB and align, so THP can back every huge page.  */
+      m = mmap(NULL, max + (2u << 20), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (m != MAP_FAILED) {
+        m = (void *) (((uintptr_t) m + (2u << 20) - 1) & ~(uintptr_t) ((2u << 20) - 1));
+        madvise(m, max, k == 0 ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
+        memset(m, 1, max);
+      }
+    }
+    mem[k] = m == MAP_FAILED ? NULL : m;
+  }
+  printf("%-12s %10s %10s %10s   (ns per dependent load, random page order)\n", "working set", names[0], names[1], names[2]);
+  double last[3] = { 0, 0, 0 };
+  for (uint64_t ws = 1u << 20; ws <= max; ws *= 2) {
+    char lab[32];
+    if (ws >= (1u << 30)) snprintf(lab, sizeof lab, "%llu GiB", (unsigned long long) (ws >> 30));
+    else snprintf(lab, sizeof lab, "%llu MiB", (unsigned long long) (ws >> 20));
+    printf("%-12s", lab);
+    for (int k = 0; k < 3; k++) {
+      progress("tlbcost: %s on %s", lab, names[k]);
+      double v = mem[k] ? chase(mem[k], ws, reads) : -1;
+      progress_done();
+      if (v < 0) printf(" %10s", "-");
+      else { printf(" %10.1f", v); last[k] = v; }
+    }
+    putchar('\n');
+    fflush(stdout);
+  }
+  double huge = last[1] > 0 ? last[1] : last[2];
+  double walk = last[0] > 0 && huge > 0 ? last[0] - huge : 0;
+  if (walk < 0) walk = 0;
+  printf("TLB miss cost (4K minus huge at %llu MiB): %.1f ns\n", (unsigned long long) (max >> 20), walk);
+  if (!mem[2]) printf("(hugetlb: no pages in the pool; as root: echo N > /proc/sys/vm/nr_hugepages)\n");
+  const char *cp = cache_path();
+  if (save && cp && walk > 0) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", cp);
+    for (char *s = dir + 1; *s; s++)
+      if (*s == '/') { *s = 0; mkdir(dir, 0755); *s = '/'; }
+    FILE *f = fopen(cp, "w");
+    if (f) { fprintf(f, "walk_ns %.2f\n", walk); fclose(f); printf("saved to %s\n", cp); }
+    else fprintf(stderr, "hpm tlbcost: %s: %s\n", cp, strerror(errno));
+  }
+  for (int k = 0; k < 3; k++)
+    if (mem[k]) munmap(mem[k], max);
+  return 0;
+}

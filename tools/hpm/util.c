@@ -1,0 +1,127 @@
+/* hpm: small helpers (progress line, sizes, paths, JSON).  MIT licence.  */
+#include "hpm.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int hpm_verbose_progress = -1;
+static int progress_shown;
+
+/* A progress line on stderr, only when stderr is a terminal.  */
+void progress(const char *fmt, ...)
+{
+  if (hpm_verbose_progress < 0) hpm_verbose_progress = isatty(2);
+  if (!hpm_verbose_progress) return;
+  va_list ap;
+  fputs("\r\033[K", stderr);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fflush(stderr);
+  progress_shown = 1;
+}
+
+void progress_done(void)
+{
+  if (progress_shown) { fputs("\r\033[K", stderr); fflush(stderr); progress_shown = 0; }
+}
+
+double now_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double) ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* "4096", "64K", "2M", "1G" (binary).  */
+int parse_size(const char *s, uint64_t *out)
+{
+  char *end;
+  if (!s || !*s || *s == '-') return -1;
+  unsigned long long v = strtoull(s, &end, 0);
+  int sh = 0;
+  switch (*end) {
+  case 'k': case 'K': sh = 10; end++; break;
+  case 'm': case 'M': sh = 20; end++; break;
+  case 'g': case 'G': sh = 30; end++; break;
+  default: break;
+  }
+  if (*end || (sh && v > (UINT64_MAX >> sh))) return -1;
+  *out = (uint64_t) v << sh;
+  return 0;
+}
+
+const char *self_dir(void)
+{
+  static char dir[PATH_MAX];
+  if (!dir[0]) {
+    ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
+    if (n <= 0) { strcpy(dir, "."); return dir; }
+    dir[n] = 0;
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+  }
+  return dir;
+}
+
+/* Allocator names: glibc (NULL: no preload), hpmalloc, jemalloc, mimalloc,
+   tcmalloc, or a path to a .so.  */
+char *find_allocator(const char *name)
+{
+  static const char *const known[][4] = {
+    { "jemalloc", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "/usr/lib/libjemalloc.so.2", NULL },
+    { "mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", "/usr/lib/libmimalloc.so.2", NULL },
+    { "tcmalloc", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", "/usr/lib/libtcmalloc_minimal.so.4", NULL },
+  };
+  char buf[PATH_MAX + 32];
+  if (!name || !strcmp(name, "glibc")) return NULL;
+  if (!strcmp(name, "hpmalloc")) {
+    const char *env = getenv("HPM_HPMALLOC");
+    if (env && access(env, R_OK) == 0) return strdup(env);
+    snprintf(buf, sizeof buf, "%s/../lib/libhpmalloc.so", self_dir());
+    if (access(buf, R_OK) == 0) return realpath(buf, NULL);
+    const char *inst[] = { "/usr/local/lib/libhpmalloc.so", "/usr/lib/libhpmalloc.so" };
+    for (int i = 0; i < 2; i++)
+      if (access(inst[i], R_OK) == 0) return strdup(inst[i]);
+    return strdup("");
+  }
+  for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+    if (!strcmp(name, known[i][0])) {
+      for (int k = 1; known[i][k]; k++)
+        if (access(known[i][k], R_OK) == 0) return strdup(known[i][k]);
+      return strdup("");
+    }
+  if (access(name, R_OK) == 0) return realpath(name, NULL);
+  return strdup("");
+}
+
+void json_str(FILE *f, const char *s)
+{
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char) *s;
+    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+    else if (c < 0x20) fprintf(f, "\\u%04x", c);
+    else fputc(c, f);
+  }
+  fputc('"', f);
+}
+
+int json_get_num(const char *json, const char *key, double *out)
+{
+  char pat[128];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  const char *p = strstr(json, pat);
+  if (!p) return -1;
+  p += strlen(pat);
+  while (*p == ' ') p++;
+  char *end;
+  double v = strtod(p, &end);
+  if (end == p) return -1;
+  *out = v;
+  return 0;
+}
