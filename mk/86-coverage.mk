@@ -13,14 +13,18 @@
 COV_BUILD  ?= build-cov
 COV_SUITES ?= $(CHECK_TARGETS)
 COV_DIR    := $(COV_BUILD)/coverage
-# -fprofile-update=atomic: threads count without losing (or wrapping) updates.
-COV_ENV    := BUILD=$(COV_BUILD) CC="gcc --coverage -fprofile-update=atomic" OPT="-O0 -g"
+# -fprofile-update=atomic: threads count without losing (or wrapping)
+# updates.  -O0 for both builds (CFLAGS comes last, after the test build's
+# -O1), so that each line's count is its own.
+COV_ENV    := BUILD=$(COV_BUILD) CC="gcc --coverage -fprofile-update=atomic" OPT="-O0 -g" CFLAGS="-O0"
 COV_LCOV   := lcov --quiet --rc lcov_branch_coverage=1
 
 .PHONY: coverage coverage-report
 coverage:
 	@bash build-aux/deps-extra.sh coverage && bash build-aux/deps.sh check
 	@mkdir -p $(COV_BUILD) && find $(COV_BUILD) -name '*.gcda' -delete
+	@echo '$(COV_ENV)' | cmp -s - $(COV_BUILD)/.cov-env || { rm -rf $(COV_BUILD)/obj $(COV_BUILD)/test-obj \
+	  $(COV_BUILD)/lib $(COV_BUILD)/tests; echo '$(COV_ENV)' > $(COV_BUILD)/.cov-env; }  # flags changed: rebuild
 	@$(COV_ENV) $(MAKE) --no-print-directory all $(COV_BUILD)/lib/libhpmalloc-test.a >/dev/null
 	@$(COV_ENV) MAKE="$(MAKE)" bash build-aux/run-checks.sh $(COV_SUITES); rc=$$?; \
 	  $(MAKE) --no-print-directory coverage-report COV_BUILD=$(COV_BUILD) || rc=1; \

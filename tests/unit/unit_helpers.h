@@ -27,7 +27,10 @@ __attribute__((unused)) static void check_all_arenas(void) {
 
 /* Under `make coverage` (gcc --coverage) a child killed by SIGABRT would
    lose its counters: write them out first, then die of SIGABRT all the
-   same.  __gcov_dump is libgcov's; weak, so NULL in other builds.  */
+   same, so what the child ran before the abort counts (not the aborting
+   functions themselves: gcov derives their lines from arcs that a call
+   which never returns does not take).  __gcov_dump is libgcov's; weak, so
+   NULL in other builds.  */
 extern void __gcov_dump(void) __attribute__((weak));
 __attribute__((unused)) static void gcov_dump_then_abort(int sig) {
   __gcov_dump();
