@@ -53,10 +53,10 @@ fuzz-bins: $(FUZZ_BINS)
 $(patsubst %,fuzz-%,$(FUZZ_NAMES)): fuzz-%: $(FUZZ_DIR)/%
 	@bash fuzz/run.sh $(FUZZ_DIR)/$* $* $(FUZZ_TIME) $(BUILD) $(FUZZ_ARGS)
 
-fuzz: $(FUZZ_BINS)
+# Both install clang first when missing (build-aux/deps-extra.sh fuzz).
+fuzz fuzz-smoke:
+	@bash build-aux/deps-extra.sh fuzz
+	@mkdir -p $(BUILD) && $(MAKE) --no-print-directory fuzz-bins >$(BUILD)/fuzz-build.log 2>&1 || { tail -30 $(BUILD)/fuzz-build.log; exit 1; }
 	@rc=0; for n in $(FUZZ_NAMES); do \
-	  bash fuzz/run.sh $(FUZZ_DIR)/$$n $$n $(FUZZ_TIME) $(BUILD) $(FUZZ_ARGS) || rc=1; done; exit $$rc
-
-fuzz-smoke: $(FUZZ_BINS)
-	@rc=0; for n in $(FUZZ_NAMES); do \
-	  bash fuzz/run.sh $(FUZZ_DIR)/$$n $$n $(FUZZ_SMOKE_TIME) $(BUILD) $(FUZZ_ARGS) || rc=1; done; exit $$rc
+	  bash fuzz/run.sh $(FUZZ_DIR)/$$n $$n $(if $(filter fuzz-smoke,$@),$(FUZZ_SMOKE_TIME),$(FUZZ_TIME)) \
+	    $(BUILD) $(FUZZ_ARGS) || rc=1; done; exit $$rc
