@@ -32,8 +32,8 @@ rc=$?
 end=$(date +%s)
 execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1)
-units=$(ls "$work" | wc -l)
-echo "fuzz $name: ${execs:-?} executions in $((end - start)) s, ${cov:-cov: ?}, corpus $units new + $(ls "$seeds" | wc -l) seeds, rc $rc (log $log)"
+corp=$(grep -o 'corp: [0-9]*/[0-9]*[a-zA-Z]*' "$log" | tail -1)
+echo "fuzz $name: ${execs:-?} executions in $((end - start)) s, ${cov:-cov: ?}, ${corp:-corp: ?} (from $(ls "$seeds" | wc -l) seeds), rc $rc (log $log)"
 if [ $rc -ne 0 ]; then
   grep -m1 -A25 'ERROR\|==ERROR\|runtime error\|deadly signal\|api fuzz:\|expected' "$log" >&2 || tail -30 "$log" >&2
   ls "$crash" >&2
