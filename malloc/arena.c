@@ -30,8 +30,8 @@ static size_t narenas_limit;
 static pthread_key_t thread_key;
 
 /* glibc's stdio list lock and single-thread flag, when present.  */
-extern void _IO_list_lock(void) __attribute__((weak));
-extern void _IO_list_unlock(void) __attribute__((weak));
+extern void _IO_list_lock(void) __attribute__((weak));   // NOLINT(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp): glibc's own name
+extern void _IO_list_unlock(void) __attribute__((weak)); // NOLINT(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp): glibc's own name
 
 static inline void list_lock(void) { if (!hp_self.in_fork) pthread_mutex_lock(&hp_list_lock); }
 static inline void list_unlock(void) { if (!hp_self.in_fork) pthread_mutex_unlock(&hp_list_lock); }
@@ -96,7 +96,7 @@ static struct arena *take_free_arena(void) {
 }
 
 /* Round robin over existing arenas, preferring an unlocked one.  */
-static struct arena *reuse_arena(struct arena *avoid) {
+static struct arena *reuse_arena(const struct arena *avoid) {
   if (!next_to_use) next_to_use = &main_arena;
   struct arena *start = next_to_use, *ar = start, *pick = NULL;
   do {
@@ -105,10 +105,13 @@ static struct arena *reuse_arena(struct arena *avoid) {
       pick = ar;
       break;
     }
+    /* The arenas form a ring (arena_new links each one in), so ar->next
+       is never NULL; the tools assume it may be because avoid may be.  */
+    // cppcheck-suppress nullPointerRedundantCheck
     ar = ar->next;
   } while (ar != start);
   if (!pick) pick = start != avoid ? start : start->next;
-  next_to_use = pick->next;
+  next_to_use = pick->next; // NOLINT(clang-analyzer-core.NullDereference): the ring has no NULL link, see above
   /* an arena on the free list is now in use again */
   for (struct arena **pp = &free_list; *pp; pp = &(*pp)->next_free) {
     if (*pp == pick) { *pp = pick->next_free; pick->next_free = NULL; break; }
@@ -155,7 +158,7 @@ struct arena *arena_get(void) {
 }
 
 /* ar could not serve a request: another arena to try, or NULL.  */
-struct arena *arena_retry(struct arena *ar) {
+struct arena *arena_retry(const struct arena *ar) {
   if (ar != &main_arena) return &main_arena;
   list_lock();
   struct arena *other = narenas > 1 ? reuse_arena(&main_arena) : NULL;

@@ -105,7 +105,7 @@ static struct chunk *coalesce(struct arena *ar, struct chunk *p, size_t size) {
   size_t nextsize = chunksize(next);
   if (!prev_inuse(p)) {
     size_t prevsize = p->prev_size;
-    p = chunk_at(p, -prevsize);
+    p = prev_chunk(p); /* not chunk_at (p, -prevsize): that wraps a pointer */
     if (chunksize(p) != prevsize) hp_fatal("corrupted size vs. prev_size while consolidating");
     size += prevsize;
     unlink_chunk(ar, p);

@@ -82,7 +82,7 @@ static inline bool aligned_ok(uintptr_t v) { return (v & HP_ALIGN_MASK) == 0; }
 
 /* Largest request that can be served: anything above fails with ENOMEM at
    once (glibc's PTRDIFF_MAX limit).  */
-static inline bool request_out_of_range(size_t n) { return n > (size_t)PTRDIFF_MAX - 2 * MINSIZE; }
+static inline bool request_out_of_range(size_t n) { return n > (size_t)PTRDIFF_MAX - 2 * (size_t)MINSIZE; }
 
 /* Chunk size serving a request of n bytes (n must be in range).  */
 static inline size_t request2size(size_t n) {

@@ -169,7 +169,7 @@ static void init_phase1(void) {
   const char *builtin = &hpmalloc_default_tunables ? hpmalloc_default_tunables : NULL;
   hp_tunables_parse(&tv, builtin, hp_os_environ(), hp_os_secure());
   hp_apply_tunables(&tv);
-  mp.max_request = (size_t)PTRDIFF_MAX - 2 * MINSIZE;
+  mp.max_request = (size_t)PTRDIFF_MAX - 2 * (size_t)MINSIZE;
   if (hp_placement.limit && hp_placement.limit - 1 < mp.max_request) mp.max_request = hp_placement.limit - 1;
   hp_vg = on_valgrind();
   hp_os_random(&hp_tcache_key, sizeof hp_tcache_key);

@@ -177,7 +177,7 @@ extern size_t hp_tc_max_request HP_INTERNAL;   /* largest request the tcache ser
 /* glibc's flag: true until the process creates its first thread (and
    again in a fork child).  Only the one thread can change it, and never
    inside an allocator call, so a lock skipped on entry is skipped on exit.  */
-extern char __libc_single_threaded __attribute__((weak));
+extern char __libc_single_threaded __attribute__((weak)); // NOLINT(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp): glibc's name
 static inline bool hp_single_threaded(void) { return &__libc_single_threaded && __libc_single_threaded; }
 
 /* No locking while the process has one thread (as glibc); and while a
@@ -260,7 +260,7 @@ static inline struct arena *arena_of_thread(void) {
   struct arena *ar = hp_self.arena;
   return HP_LIKELY(ar != NULL) ? ar : arena_get();
 }
-HP_INTERNAL struct arena *arena_retry(struct arena *ar);
+HP_INTERNAL struct arena *arena_retry(const struct arena *ar);
 HP_INTERNAL void arena_thread_detach(void);
 HP_INTERNAL void arena_thread_register(void);
 HP_INTERNAL void arena_init_struct(struct arena *ar, int index);

@@ -404,7 +404,7 @@ HP_EXPORT int HP_API(mallopt)(int param, int value) { return hp_mallopt(param, v
 /* Release free pages inside free chunks of one heap: whole pages of the
    heap's page size, never the chunk's links.  hugetlb heaps keep theirs
    (a dropped hugetlb page could not be faulted back if the pool ran dry).  */
-static int trim_free_chunks(struct heap *h, struct chunk *end) {
+static int trim_free_chunks(struct heap *h, const struct chunk *end) {
   if (h->reg.kind == HP_REGION_HUGETLB) return 0;
   int released = 0;
   size_t page = h->reg.page;
@@ -465,7 +465,9 @@ HP_EXPORT int hpmalloc_check_heap(void) {
 #ifndef HP_TEST_BUILD
 #pragma GCC diagnostic ignored "-Wmissing-attributes"
 /* Programs and libraries that call glibc's own entry points by these names
-   must reach hpmalloc too, or glibc's block would come back to our free.  */
+   must reach hpmalloc too, or glibc's block would come back to our free.
+   The names are glibc's, hence reserved identifiers.  */
+// NOLINTBEGIN(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
 HP_EXPORT void *__libc_malloc(size_t) __attribute__((alias("malloc")));
 HP_EXPORT void __libc_free(void *) __attribute__((alias("free")));
 HP_EXPORT void *__libc_calloc(size_t, size_t) __attribute__((alias("calloc")));
@@ -477,4 +479,5 @@ HP_EXPORT struct mallinfo __libc_mallinfo(void) __attribute__((alias("mallinfo")
 HP_EXPORT struct mallinfo2 __libc_mallinfo2(void) __attribute__((alias("mallinfo2")));
 HP_EXPORT int __libc_mallopt(int, int) __attribute__((alias("mallopt")));
 HP_EXPORT int __posix_memalign(void **, size_t, size_t) __attribute__((alias("posix_memalign")));
+// NOLINTEND(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
 #endif

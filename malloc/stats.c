@@ -25,7 +25,7 @@ static void count_bins(struct arena *ar, struct hp_arena_stats *st, struct bin_l
     }
     st->fast_count += cnt;
     st->fast_bytes += bytes;
-    if (lines && cnt) lines[n++] = (struct bin_line){ (i + 2) * 16 - 15, (i + 2) * 16, bytes, cnt };
+    if (lines && cnt) lines[n++] = (struct bin_line){ ((size_t)i + 2) * 16 - 15, ((size_t)i + 2) * 16, bytes, cnt };
   }
   for (unsigned i = 1; i < NBINS; i++) {
     struct chunk *b = bin_at(ar, i);
@@ -131,6 +131,10 @@ struct mallinfo hp_mallinfo(void) {
   return m;
 }
 
+/* The printers ignore what fprintf returns, as glibc's do: malloc_stats
+   returns nothing and malloc_info returns 0; an output error stays in the
+   stream's error flag for the caller to see.  */
+// NOLINTBEGIN(cert-err33-c)
 void hp_malloc_stats(void) {
   hp_ensure_init();
   /* not a cancellation point, as in glibc: print every line or none */
@@ -224,6 +228,7 @@ int hp_malloc_info(int options, FILE *fp) {
   fputs("</hpmalloc>\n</malloc>\n", fp);
   return 0;
 }
+// NOLINTEND(cert-err33-c)
 
 int hp_stats(struct hpmalloc_stats *out, size_t size) {
   if (!out || size < sizeof *out) {

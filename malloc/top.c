@@ -58,6 +58,9 @@ static int reserve_main(struct arena *ar, struct region *reg, size_t min, enum h
 /* Reserve and commit a new heap able to hold `need` bytes of chunks after
    a header of `hdr` bytes.  Returns the heap (its fields set, no chunks
    yet) or NULL.  */
+/* Recurses once after a failed hugetlb commit: the region layer then backs
+   off, so the next call asks for THP or base pages.  */
+// NOLINTNEXTLINE(misc-no-recursion): bounded, see above
 static struct heap *heap_new(struct arena *ar, size_t hdr, size_t need, bool main) {
   struct region reg;
   size_t overhead = align_up(hdr, HP_ALIGN) + MINSIZE;
@@ -116,7 +119,7 @@ static void heap_seal(struct arena *ar, struct heap *h, struct chunk *t) {
   size_t keep = tsize - MINSIZE;              /* tsize >= MINSIZE always */
   struct chunk *fence = chunk_at(t, keep);
   set_head(fence, CHUNK_HDR | PREV_INUSE);
-  set_head(chunk_at(fence, CHUNK_HDR), 0 | PREV_INUSE);
+  set_head(chunk_at(fence, CHUNK_HDR), PREV_INUSE); /* size 0 */
   h->fence = fence;
   if (keep >= MINSIZE) {
     set_head(t, keep | (t->size & PREV_INUSE) | arena_flag(ar));
@@ -124,7 +127,7 @@ static void heap_seal(struct arena *ar, struct heap *h, struct chunk *t) {
   } else {
     /* too small to free: t itself becomes the fencepost */
     set_head(t, CHUNK_HDR | (t->size & PREV_INUSE));
-    set_head(chunk_at(t, CHUNK_HDR), 0 | PREV_INUSE);
+    set_head(chunk_at(t, CHUNK_HDR), PREV_INUSE); /* size 0 */
     h->fence = t;
   }
 }

@@ -84,10 +84,11 @@ typedef int (*entry_fn) (const char *name, void *ctx);
 /* The kernel's getdents64 record; glibc's struct dirent64 has a fixed-size
    d_name, so the layout is declared here.  */
 struct raw_dirent64 {
-  uint64_t d_ino;
-  int64_t d_off;
+  /* Unused here but part of the kernel's layout (cppcheck: unusedStructMember).  */
+  uint64_t d_ino; // cppcheck-suppress unusedStructMember
+  int64_t d_off; // cppcheck-suppress unusedStructMember
   unsigned short d_reclen;
-  unsigned char d_type;
+  unsigned char d_type; // cppcheck-suppress unusedStructMember
   char d_name[];
 };
 
@@ -115,7 +116,7 @@ static int
 for_each_entry (const char *path, entry_fn fn, void *ctx)
 {
   union {
-    uint64_t align;
+    uint64_t align; // cppcheck-suppress unusedStructMember ; there to align b for the records
     char b[2048];
   } buf;
   long n;
@@ -184,11 +185,14 @@ meminfo_line (char *line, void *ctx)
 static void
 probe_meminfo (const char *root, struct hp_sysinfo *si)
 {
-  char path[PROBE_PATH_MAX], buf[1024];
+  char path[PROBE_PATH_MAX];
 
   si->hugetlb_default = 0;
   if (path_join (path, root, "/proc/meminfo", NULL, NULL) == 0)
-    hp_linux_read_lines (path, buf, sizeof buf, meminfo_line, &si->hugetlb_default);
+    {
+      char buf[1024];
+      hp_linux_read_lines (path, buf, sizeof buf, meminfo_line, &si->hugetlb_default);
+    }
 }
 
 /* The page size a "hugepages-<N>kB" directory name stands for, or 0.  */

@@ -17,7 +17,7 @@ hp_linux_path (char *out, size_t cap, const char *root, const char *rel)
 
   if (cap == 0 || a + b + 1 > cap)
     return -1;
-  memcpy (out, root, a);
+  memcpy (out, root, a); // NOLINT(bugprone-not-null-terminated-result): the next memcpy copies rel's NUL
   memcpy (out + a, rel, b + 1);
   return 0;
 }

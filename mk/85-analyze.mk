@@ -1,0 +1,58 @@
+# Static analysis: `make analyze` runs gcc -fanalyzer, cppcheck and
+# clang-tidy over malloc/, tunables/, sysdeps/ and tools/ (when it exists)
+# and fails on any finding.  Configuration: .clang-tidy (checks, and why
+# some are left out), ANALYZE_CPPCHECK below.  A finding that is wrong is
+# suppressed at its line (NOLINT(check) / cppcheck-suppress id) with a
+# comment saying why; real ones are fixed.  Every source file is analysed,
+# every architecture's sysdeps included.  Logs: $(BUILD)/analyze/.
+# Not part of `make check`; needs gcc >= 12, cppcheck and clang-tidy
+# (build-aux/deps-extra.sh analyze).
+ANALYZE_DIRS    := $(wildcard malloc tunables sysdeps tools)
+ANALYZE_SRCS    := $(sort $(shell find $(ANALYZE_DIRS) -name '*.c'))
+ANALYZE_DIR     := $(BUILD)/analyze
+ANALYZE_DEFS    := -D_GNU_SOURCE $(VALGRIND_CFLAGS)
+ANALYZE_INC     := $(INCLUDES)
+ANALYZE_GCC     := $(patsubst %.c,$(ANALYZE_DIR)/gcc/%.log,$(ANALYZE_SRCS))
+ANALYZE_TIDY    := $(patsubst %.c,$(ANALYZE_DIR)/tidy/%.log,$(ANALYZE_SRCS))
+ANALYZE_CPPCHECK := cppcheck -q --std=c11 --enable=warning,style,performance,portability \
+	--inline-suppr --error-exitcode=1 --template='{file}:{line}: {severity}: {id}: {message}' \
+	$(ANALYZE_INC) -D__linux__ -D__x86_64__ -D__GNUC__ $(ANALYZE_DEFS)
+
+.PHONY: analyze analyze-gcc analyze-cppcheck analyze-tidy analyze-deps
+analyze: analyze-deps
+	@find $(ANALYZE_DIR) -name '*.bad' -delete 2>/dev/null; \
+	  $(MAKE) --no-print-directory -k analyze-gcc analyze-cppcheck analyze-tidy; rc=$$?; \
+	  n=$$({ find $(ANALYZE_DIR) -name '*.bad' -exec cat {} +; cat $(ANALYZE_DIR)/cppcheck.log; } 2>/dev/null | \
+	    grep -c ': warning:\|: error:\|: style:\|: portability:\|: performance:'); \
+	  echo "analyze: $(words $(ANALYZE_SRCS)) files, gcc -fanalyzer + cppcheck + clang-tidy: $$n findings"; \
+	  [ $$rc -eq 0 ] && [ $$n -eq 0 ]
+
+analyze-deps:
+	@bash build-aux/deps-extra.sh analyze
+
+# gcc -fanalyzer on each file, as the library is built (-O2: the analyzer
+# sees through the inline helpers).  The log must be empty.
+$(ANALYZE_DIR)/gcc/%.log: %.c
+	@mkdir -p $(dir $@)
+	@if gcc -std=gnu11 $(WARN) $(ANALYZE_INC) -I$(dir $<) $(ANALYZE_DEFS) -O2 -fPIC -fanalyzer \
+	     -c $< -o /dev/null >$@.tmp 2>&1 && ! grep -q 'warning:\|error:' $@.tmp; then mv $@.tmp $@; rm -f $@.bad; \
+	 else cat $@.tmp; mv $@.tmp $@.bad; exit 1; fi
+
+analyze-gcc: $(ANALYZE_GCC)
+
+# cppcheck over all of it, as the library and as the test build.
+analyze-cppcheck:
+	@mkdir -p $(ANALYZE_DIR)
+	@rc=0; { $(ANALYZE_CPPCHECK) $(ANALYZE_DIRS) && \
+	  $(ANALYZE_CPPCHECK) -DHP_TEST_BUILD=1 $(ANALYZE_DIRS); } >$(ANALYZE_DIR)/cppcheck.log 2>&1 || rc=1; \
+	  cat $(ANALYZE_DIR)/cppcheck.log; exit $$rc
+
+# clang-tidy on each file with the checks in .clang-tidy; any finding fails.
+$(ANALYZE_DIR)/tidy/%.log: %.c .clang-tidy
+	@mkdir -p $(dir $@)
+	@if clang-tidy --quiet --warnings-as-errors='*' $< -- -std=gnu11 $(ANALYZE_INC) -I$(dir $<) $(ANALYZE_DEFS) \
+	     >$@.tmp 2>$@.err; then mv $@.tmp $@; rm -f $@.err $@.bad; \
+	 else cat $@.tmp; grep -v 'warnings\? generated\|^Error while processing\|treated as error' $@.err; \
+	   mv $@.tmp $@.bad; rm -f $@.err; exit 1; fi
+
+analyze-tidy: $(ANALYZE_TIDY)
