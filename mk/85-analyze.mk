@@ -6,7 +6,7 @@
 # comment saying why; real ones are fixed.  Every source file is analysed,
 # every architecture's sysdeps included.  Logs: $(BUILD)/analyze/.
 # Not part of `make check`; needs gcc >= 12, cppcheck and clang-tidy
-# (build-aux/deps-extra.sh analyze).
+# (build-aux/deps.sh analyze).
 ANALYZE_DIRS    := $(wildcard malloc tunables sysdeps tools)
 ANALYZE_SRCS    := $(sort $(shell find $(ANALYZE_DIRS) -name '*.c'))
 ANALYZE_DIR     := $(BUILD)/analyze
@@ -28,7 +28,7 @@ analyze: analyze-deps
 	  [ $$rc -eq 0 ] && [ $$n -eq 0 ]
 
 analyze-deps:
-	@bash build-aux/deps-extra.sh analyze
+	@bash build-aux/deps.sh analyze
 
 # gcc -fanalyzer on each file, as the library is built (-O2: the analyzer
 # sees through the inline helpers).  The log must be empty.

@@ -9,7 +9,7 @@
 # and prints line and branch rates per directory (malloc/, tunables/,
 # sysdeps/...).  Counters are reset first, so each run measures one run
 # of the suites.  COV_SUITES picks the suites (default: all of make check).
-# Not part of `make check`; needs lcov (build-aux/deps-extra.sh coverage).
+# Not part of `make check`; needs lcov (build-aux/deps.sh coverage).
 COV_BUILD  ?= build-cov
 COV_SUITES ?= $(CHECK_TARGETS)
 COV_DIR    := $(COV_BUILD)/coverage
@@ -21,7 +21,7 @@ COV_LCOV   := lcov --quiet --rc lcov_branch_coverage=1
 
 .PHONY: coverage coverage-report
 coverage:
-	@bash build-aux/deps-extra.sh coverage && bash build-aux/deps.sh check
+	@bash build-aux/deps.sh coverage
 	@mkdir -p $(COV_BUILD) && find $(COV_BUILD) -name '*.gcda' -delete
 	@echo '$(COV_ENV)' | cmp -s - $(COV_BUILD)/.cov-env || { rm -rf $(COV_BUILD)/obj $(COV_BUILD)/test-obj \
 	  $(COV_BUILD)/lib $(COV_BUILD)/tests; echo '$(COV_ENV)' > $(COV_BUILD)/.cov-env; }  # flags changed: rebuild

@@ -53,9 +53,9 @@ fuzz-bins: $(FUZZ_BINS)
 $(patsubst %,fuzz-%,$(FUZZ_NAMES)): fuzz-%: $(FUZZ_DIR)/%
 	@bash fuzz/run.sh $(FUZZ_DIR)/$* $* $(FUZZ_TIME) $(BUILD) $(FUZZ_ARGS)
 
-# Both install clang first when missing (build-aux/deps-extra.sh fuzz).
+# Both install clang first when missing (build-aux/deps.sh fuzz).
 fuzz fuzz-smoke:
-	@bash build-aux/deps-extra.sh fuzz
+	@bash build-aux/deps.sh fuzz
 	@mkdir -p $(BUILD) && $(MAKE) --no-print-directory fuzz-bins >$(BUILD)/fuzz-build.log 2>&1 || { tail -30 $(BUILD)/fuzz-build.log; exit 1; }
 	@rc=0; for n in $(FUZZ_NAMES); do \
 	  bash fuzz/run.sh $(FUZZ_DIR)/$$n $$n $(if $(filter fuzz-smoke,$@),$(FUZZ_SMOKE_TIME),$(FUZZ_TIME)) \

@@ -260,6 +260,8 @@ static int decode_chunk(const unsigned char *file, const struct hpm_chunk_info *
   const unsigned char *pl = file + ci->offset + HPM_CHUNK_HDR;
   struct cursor c = { pl, pl + ci->payload_len, file };
   uint64_t t = ci->base_ns, last_id = ci->base_id;
+  if (t > (UINT64_MAX >> 2))
+    return fail(err, errlen, ci->offset, "chunk base time %llu past 2^62 ns", (unsigned long long) t);
   for (uint32_t i = 0; i < ci->nevents; i++) {
     struct hpm_event *e = &ev[i];
     uint64_t off = (uint64_t) (c.p - file), dt;
