@@ -42,18 +42,19 @@ def insert(root, node):
 def work(scale):
     rnd = random.Random(7)
     check = 0
+    f = min(1.0, 4 * scale)  # below 0.25, smaller rounds
     for rep in range(max(1, int(4 * scale))):
         root = Node(0.5, None)
-        for i in range(60000):
+        for i in range(int(60000 * f)):
             insert(root, Node(rnd.random(), [i, str(i)]))
         d = {}
-        for i in range(100000):
+        for i in range(int(100000 * f)):
             d["k%d-%d" % (i, rep)] = ("v" * (i % 40), i)
         check += len(d)
-        rows = [(i, float(i), "row%d" % i, [i] * (i % 8)) for i in range(100000)]
+        rows = [(i, float(i), "row%d" % i, [i] * (i % 8)) for i in range(int(100000 * f))]
         rows.sort(key=lambda r: -r[1])
         check += rows[0][0]
-        blob = json.dumps([{"id": i, "name": "n%d" % i, "tags": ["a", "b", str(i)]} for i in range(30000)])
+        blob = json.dumps([{"id": i, "name": "n%d" % i, "tags": ["a", "b", str(i)]} for i in range(int(30000 * f))])
         back = json.loads(blob)
         check += len(back)
         del root, d, rows, blob, back
