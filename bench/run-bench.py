@@ -508,6 +508,7 @@ def main():
     ap.add_argument("--contenders", default="")
     ap.add_argument("--workloads", default="", help="names or groups (small, tlb, real), comma-separated")
     ap.add_argument("--out", default=os.path.join(TOP, "bench/results"))
+    ap.add_argument("--name", default="latest", help="file names: NAME.md, NAME.json, NAME.svg")
     ap.add_argument("--pool-mb", type=int, default=0, help="hugetlb pool for the run (default 1024 quick, 4608 full)")
     ap.add_argument("--timeout", type=int, default=900)
     a = ap.parse_args()
@@ -583,18 +584,18 @@ def main():
     gc = goals(s, wls, conts, "cpu_speedup")
     md = markdown(meta, s, conts, wls, g, gc, hpm_note)
     os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, "latest.md"), "w") as f:
+    with open(os.path.join(a.out, a.name + ".md"), "w") as f:
         f.write(md)
-    with open(os.path.join(a.out, "latest.json"), "w") as f:
+    with open(os.path.join(a.out, a.name + ".json"), "w") as f:
         json.dump({"meta": meta, "contenders": [{"name": c[0], "label": c[1], "preload": c[2], "env": c[3]} for c in conts],
                    "workloads": [{"name": w[0], "group": w[1], "command": w[2],
                                   "metric": w[3].get("metric", "wall_s")} for w in wls],
                    "summary": s, "goals": g, "goals_cpu": gc, "runs": results}, f, indent=1)
-    with open(os.path.join(a.out, "latest.svg"), "w") as f:
+    with open(os.path.join(a.out, a.name + ".svg"), "w") as f:
         f.write(svg(s, conts, wls, "hpmalloc benchmark %s (%s)" % (meta["date"], "QUICK" if a.quick else "full")))
     print()
     print(md)
-    print("bench: wrote %s/latest.md, latest.json, latest.svg" % os.path.relpath(a.out, os.getcwd()))
+    print("bench: wrote %s/%s.{md,json,svg}" % (os.path.relpath(a.out, os.getcwd()), a.name))
 
 
 if __name__ == "__main__":
