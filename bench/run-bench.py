@@ -445,37 +445,42 @@ COLORS = ["#444444", "#888888", "#bbbbbb", "#08519c", "#3182bd", "#9ecae1", "#a6
 
 
 def svg(s, conts, wls, title):
-    cs = [c for c in conts]
-    bw, gap, top, left, h = 7, 18, 50, 50, 300
+    """Two panels of grouped bars: speed-up by wall time, then by CPU time."""
+    cs = list(conts)
+    bw, gap, left, h, ph = 7, 18, 50, 260, 380
     width = left + len(wls) * (len(cs) * bw + gap) + 170
-    vals = [s[w[0]][c[0]].get("speedup") or 0 for w in wls for c in cs]
+    vals = [s[w[0]][c[0]].get(k) or 0 for w in wls for c in cs for k in ("speedup", "cpu_speedup")]
     ymax = max(1.5, math.ceil(max(vals + [1]) * 4) / 4)
-    y = lambda v: top + h - v / ymax * h
     o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">'
-         % (width, top + h + 90),
+         % (width, 40 + 2 * ph),
          '<rect width="100%" height="100%" fill="white"/>',
          '<text x="%d" y="20" font-size="14">%s</text>' % (left, title)]
-    t = 0.0
-    while t <= ymax + 1e-9:
-        o.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/>' % (left, width - 170, y(t), y(t)))
-        o.append('<text x="%d" y="%.1f" text-anchor="end">%.2f</text>' % (left - 4, y(t) + 4, t))
-        t += 0.25
-    o.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="black" stroke-dasharray="4,3"/>' % (
-        left, width - 170, y(1), y(1)))
-    for i, w in enumerate(wls):
-        x0 = left + i * (len(cs) * bw + gap) + gap / 2
-        for j, c in enumerate(cs):
-            v = s[w[0]][c[0]].get("speedup")
-            if v:
-                o.append('<rect x="%.1f" y="%.1f" width="%d" height="%.1f" fill="%s"><title>%s %s: %.2fx</title></rect>'
-                         % (x0 + j * bw, y(v), bw - 1, top + h - y(v), COLORS[j % len(COLORS)], w[0], c[1], v))
-        cx = x0 + len(cs) * bw / 2
-        o.append('<text x="%.1f" y="%d" text-anchor="end" transform="rotate(-40 %.1f %d)">%s</text>' % (
-            cx, top + h + 14, cx, top + h + 14, w[0]))
+    for pi, (key, what) in enumerate((("speedup", "wall time"), ("cpu_speedup", "CPU time (user + sys)"))):
+        top = 60 + pi * ph
+        y = lambda v: top + h - v / ymax * h
+        o.append('<text x="%d" y="%d">speed-up by %s vs glibc hugetlb=0 (above 1: faster); medians</text>'
+                 % (left, top - 10, what))
+        t = 0.0
+        while t <= ymax + 1e-9:
+            o.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/>' % (left, width - 170, y(t), y(t)))
+            o.append('<text x="%d" y="%.1f" text-anchor="end">%.2f</text>' % (left - 4, y(t) + 4, t))
+            t += 0.25
+        o.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="black" stroke-dasharray="4,3"/>' % (
+            left, width - 170, y(1), y(1)))
+        for i, w in enumerate(wls):
+            x0 = left + i * (len(cs) * bw + gap) + gap / 2
+            for j, c in enumerate(cs):
+                v = s[w[0]][c[0]].get(key)
+                if v:
+                    o.append('<rect x="%.1f" y="%.1f" width="%d" height="%.1f" fill="%s"><title>%s %s: %.2fx</title>'
+                             '</rect>' % (x0 + j * bw, y(v), bw - 1, top + h - y(v), COLORS[j % len(COLORS)], w[0],
+                                          c[1], v))
+            cx = x0 + len(cs) * bw / 2
+            o.append('<text x="%.1f" y="%d" text-anchor="end" transform="rotate(-40 %.1f %d)">%s</text>' % (
+                cx, top + h + 14, cx, top + h + 14, w[0]))
     for j, c in enumerate(cs):
         o.append('<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d">%s</text>' % (
-            width - 160, top + j * 16, COLORS[j % len(COLORS)], width - 145, top + j * 16 + 9, c[1]))
-    o.append('<text x="%d" y="%d">speed-up vs glibc hugetlb=0 (above 1: faster); medians</text>' % (left, top - 10))
+            width - 160, 60 + j * 16, COLORS[j % len(COLORS)], width - 145, 60 + j * 16 + 9, c[1]))
     o.append("</svg>")
     return "\n".join(o) + "\n"
 
