@@ -375,6 +375,20 @@ def markdown(meta, s, conts, wls, goal_lines, cpu_goal_lines, hpm_note):
             L.append("| **%s** | %s |" % (title, " | ".join(
                 "**%s**" % fmt(geomean([s[w][c[0]].get("speedup") for w in ws])) for c in conts)))
     L.append("")
+    tlb = [w for w in wls if any(s[w[0]][c[0]].get("prog_walk_s") for c in conts)]
+    if tlb:
+        L.append("## The TLB-bound phase alone (random walk / reads, s; median) and its speed-up")
+        L.append("")
+        L.append("The walk of `graph-*` and the reads of `blocks-*`, timed inside the program: no page faults, "
+                 "no allocator code, only translation and cache misses.")
+        L.append("")
+        L += [hdr, sep]
+        for w in tlb:
+            b = s[w[0]].get("glibc-h0", {}).get("prog_walk_s")
+            L.append("| %s | %s |" % (w[0], " | ".join(
+                "%s (%sx)" % (fmt(s[w[0]][c[0]]["prog_walk_s"], 3), fmt(b / s[w[0]][c[0]]["prog_walk_s"]))
+                if b and s[w[0]][c[0]].get("prog_walk_s") else "–" for c in conts)))
+        L.append("")
     L.append("## CPU time (user + sys, s; median) and speed-up by CPU time")
     L.append("")
     L.append("CPU time is less disturbed than wall time by other load on a shared machine (it still includes "
@@ -505,6 +519,37 @@ def hpm_replays(build):
     return out
 
 
+def report(meta, results, conts, wls, hpm_note, out, name, runs_json=True):
+    s = summarize(results, conts, wls)
+    g = goals(s, wls, conts)
+    gc = goals(s, wls, conts, "cpu_speedup")
+    md = markdown(meta, s, conts, wls, g, gc, hpm_note)
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, name + ".md"), "w") as f:
+        f.write(md)
+    if runs_json:
+        with open(os.path.join(out, name + ".json"), "w") as f:
+            json.dump({"meta": meta, "hpm": hpm_note,
+                       "contenders": [{"name": c[0], "label": c[1], "preload": c[2], "env": c[3]} for c in conts],
+                       "workloads": [{"name": w[0], "group": w[1], "command": w[2], "opts": w[3],
+                                      "metric": w[3].get("metric", "wall_s")} for w in wls],
+                       "summary": s, "goals": g, "goals_cpu": gc, "runs": results}, f, indent=1)
+    with open(os.path.join(out, name + ".svg"), "w") as f:
+        f.write(svg(s, conts, wls, "hpmalloc benchmark %s (%s)" % (meta["date"], "QUICK" if meta["quick"] else "full")))
+    return md
+
+
+def render(a):
+    with open(a.render) as f:
+        d = json.load(f)
+    conts = [(c["name"], c["label"], c["preload"], c["env"]) for c in d["contenders"]]
+    wls = [(w["name"], w["group"], w["command"], w.get("opts") or
+            ({"metric": "mips"} if w.get("metric") == "mips" else {})) for w in d["workloads"]]
+    md = report(d["meta"], d["runs"], conts, wls, d.get("hpm", []), a.out, a.name,
+                runs_json=os.path.abspath(a.render) != os.path.abspath(os.path.join(a.out, a.name + ".json")))
+    print(md)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build")
@@ -516,7 +561,10 @@ def main():
     ap.add_argument("--name", default="latest", help="file names: NAME.md, NAME.json, NAME.svg")
     ap.add_argument("--pool-mb", type=int, default=0, help="hugetlb pool for the run (default 1024 quick, 4608 full)")
     ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--render", metavar="JSON", help="measure nothing: write the md and svg again from a JSON result")
     a = ap.parse_args()
+    if a.render:
+        return render(a)
     t_start = time.time()
     launcher = os.path.join(TOP, a.build, "bench", "hpb-run")
     if not os.access(launcher, os.X_OK):
@@ -584,20 +632,7 @@ def main():
     shutil.rmtree(tmp, ignore_errors=True)
     meta["loadavg_end"] = readf("/proc/loadavg")
     meta["duration_s"] = time.time() - t_start
-    s = summarize(results, conts, wls)
-    g = goals(s, wls, conts)
-    gc = goals(s, wls, conts, "cpu_speedup")
-    md = markdown(meta, s, conts, wls, g, gc, hpm_note)
-    os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, a.name + ".md"), "w") as f:
-        f.write(md)
-    with open(os.path.join(a.out, a.name + ".json"), "w") as f:
-        json.dump({"meta": meta, "contenders": [{"name": c[0], "label": c[1], "preload": c[2], "env": c[3]} for c in conts],
-                   "workloads": [{"name": w[0], "group": w[1], "command": w[2],
-                                  "metric": w[3].get("metric", "wall_s")} for w in wls],
-                   "summary": s, "goals": g, "goals_cpu": gc, "runs": results}, f, indent=1)
-    with open(os.path.join(a.out, a.name + ".svg"), "w") as f:
-        f.write(svg(s, conts, wls, "hpmalloc benchmark %s (%s)" % (meta["date"], "QUICK" if a.quick else "full")))
+    md = report(meta, results, conts, wls, hpm_note, a.out, a.name)
     print()
     print(md)
     print("bench: wrote %s/%s.{md,json,svg}" % (os.path.relpath(a.out, os.getcwd()), a.name))
