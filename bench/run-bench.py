@@ -127,6 +127,7 @@ class Pool:
         self.path = "/proc/sys/vm/nr_hugepages"
         self.orig = int(readf(self.path, "0"))
         self.want = mb * 1024 // self.kb
+        self.added = 0
         self.note = ""
 
     def raise_(self):
@@ -141,13 +142,17 @@ class Pool:
         with open(self.path, "w") as f:
             f.write(str(self.orig + self.want - free))
         got = int(readf(self.path, "0"))
+        self.added = max(0, got - self.orig)
         self.note = "hugetlb pool: nr_hugepages raised from %d to %d (%d wanted) for the run, restored afterwards" % (
             self.orig, got, self.orig + self.want - free)
 
     def restore(self):
-        if os.geteuid() == 0 and int(readf(self.path, "0")) != self.orig:
+        # Give back what this run added, and only that: another user of the
+        # machine may have changed the pool meanwhile.
+        if os.geteuid() == 0 and self.added:
             with open(self.path, "w") as f:
-                f.write(str(self.orig))
+                f.write(str(max(0, int(readf(self.path, "0")) - self.added)))
+            self.added = 0
 
 
 def prep(tmp, opts):
