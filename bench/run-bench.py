@@ -312,6 +312,9 @@ def goals(s, wls, conts, key="speedup"):
         if x:
             out.append("Multi-threaded object graph, hpmalloc h1 vs glibc h1: %sx (goal >= 1.25x): %s" % (
                 fmt(x), verdict(x >= 1.25)))
+        a_, b_ = (s.get("graph-2t", {}).get(c, {}).get("prog_walk_s") for c in ("hpm-h1", "glibc-h1"))
+        if a_ and b_ and key == "speedup":
+            out.append("  the walk alone (the TLB-bound phase, timed in the program): %sx" % fmt(b_ / a_))
     if "hpm-h2" in names:
         for rival in ("mi-large", "glibc-h2"):
             if rival in names:
