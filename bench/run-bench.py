@@ -6,8 +6,8 @@
         [--out bench/results] [--pool-mb N]
 
 Every workload runs under every contender, interleaved (in each repetition
-every contender runs the workload once, the order rotated between
-repetitions), through bench/workloads/hpb-run (wall and CPU time from
+every contender runs the workload once, in the listed order first and
+shuffled between repetitions), through bench/workloads/hpb-run (wall and CPU time from
 wait4, peak RSS, AnonHugePages and HugetlbPages sampled from /proc).
 Writes OUT/latest.md (also printed), OUT/latest.json and OUT/latest.svg.
 As root it raises the hugetlb pool for the hugetlb=2 and large-page
@@ -19,6 +19,7 @@ import datetime
 import json
 import math
 import os
+import random
 import re
 import shutil
 import signal
@@ -356,8 +357,9 @@ def markdown(meta, s, conts, wls, goal_lines, cpu_goal_lines, hpm_note):
         meta["date"], meta["duration_s"], m["loadavg_start"], meta["loadavg_end"]))
     L.append("- Command: `%s`" % meta["command"])
     L.append("- Each cell: the median of %d interleaved runs (every contender runs a workload once per repetition, "
-             "the order rotated), with the min–max range. Speed-ups are against glibc hugetlb=0 in the same run "
-             "(above 1: faster). Memory: peak RSS + HugetlbPages (hugetlb memory is not in RSS), sampled from /proc." % meta["reps"])
+             "%s), with the min–max range. Speed-ups are against glibc hugetlb=0 in the same run "
+             "(above 1: faster). Memory: peak RSS + HugetlbPages (hugetlb memory is not in RSS), sampled from /proc." % (
+                 meta["reps"], meta.get("order", "the order rotated between repetitions")))
     L.append("")
     hdr = "| workload | " + " | ".join(c[1] for c in conts) + " |"
     sep = "|---|" + "---:|" * len(conts)
@@ -569,6 +571,8 @@ def main():
     ap.add_argument("--name", default="latest", help="file names: NAME.md, NAME.json, NAME.svg")
     ap.add_argument("--pool-mb", type=int, default=0, help="hugetlb pool for the run (default 1024 quick, 4608 full)")
     ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--settle", type=float, default=0,
+                    help="seconds to wait before each run (freed memory goes back to the host in the project's VM)")
     ap.add_argument("--md", type=int, default=25, help="7zz b -mdN (25; the issue's table used 23: half the time)")
     ap.add_argument("--render", metavar="JSON", help="measure nothing: write the md and svg again from a JSON result")
     a = ap.parse_args()
@@ -602,7 +606,9 @@ def main():
     wls = ok
     if a.quick:
         print("bench: QUICK: 7zz skipped (its benchmark runs ~10 s per pass, whatever the size)")
-    meta = {"quick": a.quick, "reps": a.reps, "machine": machine(),
+    meta = {"quick": a.quick, "reps": a.reps, "machine": machine(), "settle_s": a.settle,
+            "order": "the listed order first, then shuffled (seeded) between repetitions" +
+                     (", %g s pause before each run" % a.settle if a.settle else ""),
             "date": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"),
             "command": " ".join(["python3", "bench/run-bench.py"] + sys.argv[1:])}
     pool = Pool(a.pool_mb or (1024 if a.quick else 4608))
@@ -621,9 +627,17 @@ def main():
         total = len(wls) * len(conts) * a.reps
         n = 0
         for rep in range(a.reps):
+            # The first repetition in the listed order, then a new (seeded)
+            # order each time: a plain rotation would keep every contender
+            # behind the same neighbour, and a run inherits memory state from
+            # the run before it (warm or cold huge pages, see README).
+            order = list(conts)
+            if rep:
+                random.Random(rep).shuffle(order)
             for w in wls:
-                k = rep % len(conts)
-                for c in conts[k:] + conts[:k]:
+                for c in order:
+                    if a.settle:
+                        time.sleep(a.settle)
                     n += 1
                     r = run_one(launcher, c, w, tmp, a.timeout)
                     results.setdefault(w[0], {}).setdefault(c[0], []).append(r)
