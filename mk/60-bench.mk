@@ -1,9 +1,40 @@
+# make bench: the allocator comparison of issue 7 (not part of `make
+# check`: measured, never asserted).  bench/run-bench.py runs every
+# workload (bench/workloads/, bench/malloc-small.c, real programs) under
+# glibc hugetlb 0/1/2, hpmalloc 0/1/2, jemalloc (and thp:always), mimalloc
+# (and large pages) and tcmalloc, interleaved, through the launcher
+# bench/workloads/hpb-run.c; writes bench/results/latest.{md,json,svg}.
+# The full run then runs bench-stride.  See bench/README.md.
+#   make bench                  full: about 45-60 minutes on the project's machine
+#   make bench QUICK=1          short sizes, no 7zz, no stride: a few minutes
+#   make bench REPS=5 BENCH_CONTENDERS=glibc-h0,hpm-h1 BENCH_WORKLOADS=tlb,xz BENCH_OUT=/tmp/r
+HPB_BINS := $(BUILD)/bench/hpb-run $(BUILD)/bench/small $(BUILD)/bench/tlb
+
+$(BUILD)/bench/hpb-run: bench/workloads/hpb-run.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -o $@ $<
+
+$(BUILD)/bench/small $(BUILD)/bench/tlb: $(BUILD)/bench/%: bench/workloads/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -fno-builtin-malloc -fno-builtin-free -o $@ $< -lpthread -lm
+
+.PHONY: bench bench-build
+bench-build: all $(HPB_BINS) $(BUILD)/bench/malloc-small
+
+bench:
+	@bash build-aux/deps.sh bench || echo "bench: contenders or programs that are missing will be skipped"
+	@$(MAKE) --no-print-directory bench-build
+	@python3 bench/run-bench.py --build $(BUILD) --reps $(or $(REPS),3) $(if $(QUICK),--quick) \
+	  $(if $(BENCH_CONTENDERS),--contenders $(BENCH_CONTENDERS)) $(if $(BENCH_WORKLOADS),--workloads $(BENCH_WORKLOADS)) \
+	  $(if $(BENCH_OUT),--out $(BENCH_OUT))
+	@$(if $(QUICK)$(BENCH_WORKLOADS)$(BENCH_CONTENDERS),true,$(MAKE) --no-print-directory bench-stride)
+
 # Malloc microbenchmarks (not part of `make check`): bench/malloc-small.c
 # (single thread, LIFO and batch patterns) and bench/malloc-churn.c (two
 # threads, cross-thread frees), each under glibc and under hpmalloc
 # (LD_PRELOAD), interleaved; see bench/README.md.
-#   make bench                        5 repetitions, medians and ratios, callgrind
-#   make bench REPS=3 SMALL_N=10000000 CHURN_OPS=2000000 CALLGRIND_N=0 HUGETLB=1
+#   make bench-malloc                 5 repetitions, medians and ratios, callgrind
+#   make bench-malloc REPS=3 SMALL_N=10000000 CHURN_OPS=2000000 CALLGRIND_N=0 HUGETLB=1
 BENCH_DIR    := $(BUILD)/bench
 BENCH_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -D_GNU_SOURCE -fno-builtin-malloc -fno-builtin-free
 MALLOC_BENCH_BINS := $(BENCH_DIR)/malloc-small $(BENCH_DIR)/malloc-churn
@@ -17,4 +48,3 @@ bench-malloc: all $(MALLOC_BENCH_BINS)
 	@REPS=$(or $(REPS),5) SMALL_N=$(or $(SMALL_N),50000000) CHURN_OPS=$(or $(CHURN_OPS),10000000) \
 	  CALLGRIND_N=$(or $(CALLGRIND_N),1000000) HUGETLB=$(HUGETLB) bash bench/run-malloc-bench.sh $(BUILD)
 
-bench: bench-malloc

@@ -1,0 +1,665 @@
+#!/usr/bin/env python3
+"""run-bench.py: the allocator comparison behind `make bench` (issue 7).
+
+    python3 bench/run-bench.py --build build [--quick] [--reps 3]
+        [--contenders glibc-h0,hpm-h1,...] [--workloads small,graph-2t,...]
+        [--out bench/results] [--pool-mb N]
+
+Every workload runs under every contender, interleaved (in each repetition
+every contender runs the workload once, in the listed order first and
+shuffled between repetitions), through bench/workloads/hpb-run (wall and CPU time from
+wait4, peak RSS, AnonHugePages and HugetlbPages sampled from /proc).
+Writes OUT/latest.md (also printed), OUT/latest.json and OUT/latest.svg.
+As root it raises the hugetlb pool for the hugetlb=2 and large-page
+contenders and restores it afterwards.  Measures; never asserts.
+Python 3 standard library only.  MIT licence.
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import random
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LIBDIR = "/usr/lib/" + subprocess.run(["gcc", "-dumpmachine"], capture_output=True, text=True).stdout.strip() \
+    if shutil.which("gcc") else "/usr/lib/x86_64-linux-gnu"
+HP_SYS = "/sys/kernel/mm/hugepages"
+
+
+def contenders(build):
+    lib = os.path.join(TOP, build, "lib", "libhpmalloc.so")
+    je, mi, tc = (os.path.join(LIBDIR, n) for n in
+                  ("libjemalloc.so.2", "libmimalloc.so.2", "libtcmalloc_minimal.so.4"))
+    t = "glibc.malloc.hugetlb="
+    return [  # name, label, preload (None: glibc), environment
+        ("glibc-h0", "glibc h0", None, {"GLIBC_TUNABLES": t + "0"}),
+        ("glibc-h1", "glibc h1", None, {"GLIBC_TUNABLES": t + "1"}),
+        ("glibc-h2", "glibc h2", None, {"GLIBC_TUNABLES": t + "2"}),
+        ("hpm-h0", "hpmalloc h0", lib, {"GLIBC_TUNABLES": t + "0"}),
+        ("hpm-h1", "hpmalloc h1", lib, {"GLIBC_TUNABLES": t + "1"}),
+        ("hpm-h2", "hpmalloc h2", lib, {"GLIBC_TUNABLES": t + "2"}),
+        ("je", "jemalloc", je, {}),
+        ("je-thp", "jemalloc thp", je, {"MALLOC_CONF": "thp:always,metadata_thp:always"}),
+        ("mi", "mimalloc", mi, {}),
+        ("mi-large", "mimalloc large", mi, {"MIMALLOC_LARGE_OS_PAGES": "1"}),
+        ("tc", "tcmalloc", tc, {}),
+    ]
+
+
+def workloads(build, quick, tmp, md=25):
+    """name, group, command, options.  Sizes: full, or (quick) about 5-10x less."""
+    b = os.path.join(TOP, build, "bench")
+    q = quick
+    w = [  # small objects: one to two seconds each under glibc (full)
+        ("mixed", "small", [b + "/malloc-small", "3000000" if q else "40000000"], {}),
+        ("larson", "small", [b + "/small", "larson", "0.4" if q else "5"], {}),
+        ("xmalloc", "small", [b + "/small", "xmalloc", "0.1" if q else "1.5"], {}),
+        ("scratch", "small", [b + "/small", "scratch", "0.3" if q else "4"], {}),
+        ("thrash", "small", [b + "/small", "thrash", "0.3" if q else "5"], {}),
+        ("glibc-simple", "small", [b + "/small", "simple", "5" if q else "75"], {}),
+        ("glibc-thread", "small", [b + "/small", "thread", "0.1" if q else "1.5"], {}),
+        ("realloc", "small", [b + "/small", "realloc", "0.08" if q else "1"], {}),
+        # TLB-heavy
+        ("graph-1t", "tlb", [b + "/tlb", "graph", "1000000" if q else "10000000", "1", "2000000" if q else "20000000"], {}),
+        ("graph-2t", "tlb", [b + "/tlb", "graph", "1000000" if q else "10000000", "2", "2000000" if q else "20000000"], {}),
+        ("blocks-1m", "tlb", [b + "/tlb", "blocks", "200" if q else "2000", "1024", "500000" if q else "4000000"], {}),
+        ("blocks-2m", "tlb", [b + "/tlb", "blocks", "100" if q else "600", "2048", "500000" if q else "4000000", "mixed"], {}),
+        # real programs
+        ("xz", "real", ["xz", "-9", "-T1", "-c", os.path.join(tmp, "xz-input")],
+         {"stdout": "/dev/null", "prep": "xz", "mib": 2 if q else 16}),
+        ("python3", "real", ["python3", os.path.join(TOP, "bench/workloads/pyalloc.py"), "0.1" if q else "1"],
+         {"env": {"PYTHONMALLOC": "malloc"}}),
+        ("sqlite3", "real", ["sqlite3", ":memory:"],
+         {"stdin": os.path.join(tmp, "sqlite.sql"), "prep": "sqlite", "rows": 40000 if q else 400000}),
+    ]
+    if not q:  # 7-Zip's benchmark runs for a fixed time (~10 s per pass), too long for QUICK
+        w.append(("7zz", "real", ["7zz", "b", "-md%d" % md, "-mmt1"], {"metric": "mips"}))
+    return w
+
+
+def sh(cmd):
+    try:
+        return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return ""
+
+
+def readf(path, default=""):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return default
+
+
+def machine():
+    cpu = re.search(r"model name\s*:\s*(.*)", readf("/proc/cpuinfo"))
+    mem = re.search(r"MemTotal:\s*(\d+)", readf("/proc/meminfo"))
+    virt = "virtual machine" if "hypervisor" in readf("/proc/cpuinfo") else "bare metal"
+    return {
+        "cpu": (cpu.group(1) if cpu else "?") + " (" + virt + ")",
+        "cores": os.cpu_count(),
+        "memory_gib": round(int(mem.group(1)) / 1048576, 1) if mem else None,
+        "kernel": " ".join(os.uname()[2:3] + os.uname()[4:5]),
+        "thp": readf("/sys/kernel/mm/transparent_hugepage/enabled"),
+        "thp_defrag": readf("/sys/kernel/mm/transparent_hugepage/defrag"),
+        "glibc": sh("ldd --version | head -1"),
+        "versions": sh("dpkg-query -W -f='${Package} ${Version}, ' libjemalloc2 libmimalloc2.0 "
+                       "libtcmalloc-minimal4 7zip xz-utils python3 sqlite3 2>/dev/null").rstrip(", "),
+        "hpmalloc": sh("git -C %s log -1 --format='%%h %%cd' --date=short" % TOP),
+        "loadavg_start": readf("/proc/loadavg"),
+    }
+
+
+class Pool:
+    """The hugetlb pool for mode 2 and mimalloc's large pages: raised as root, restored on exit."""
+
+    def __init__(self, mb):
+        self.kb = int(re.search(r"Hugepagesize:\s*(\d+)", readf("/proc/meminfo")).group(1))
+        self.path = "/proc/sys/vm/nr_hugepages"
+        self.orig = int(readf(self.path, "0"))
+        self.want = mb * 1024 // self.kb
+        self.added = 0
+        self.note = ""
+
+    def raise_(self):
+        free = int(readf("%s/hugepages-%dkB/free_hugepages" % (HP_SYS, self.kb), "0"))
+        if free >= self.want:
+            self.note = "hugetlb pool: %d free %d kB pages already" % (free, self.kb)
+            return
+        if os.geteuid() != 0:
+            self.note = ("hugetlb pool: %d free pages, %d wanted; not root, so hugetlb=2 falls back to base pages "
+                         "(as root: echo %d > %s, and restore it afterwards)" % (free, self.want, self.orig + self.want, self.path))
+            return
+        with open(self.path, "w") as f:
+            f.write(str(self.orig + self.want - free))
+        got = int(readf(self.path, "0"))
+        self.added = max(0, got - self.orig)
+        self.note = "hugetlb pool: nr_hugepages raised from %d to %d (%d wanted) for the run, restored afterwards" % (
+            self.orig, got, self.orig + self.want - free)
+
+    def restore(self):
+        # Give back what this run added, and only that: another user of the
+        # machine may have changed the pool meanwhile.
+        if os.geteuid() == 0 and self.added:
+            with open(self.path, "w") as f:
+                f.write(str(max(0, int(readf(self.path, "0")) - self.added)))
+            self.added = 0
+
+
+def prep(tmp, opts):
+    kind = opts.get("prep")
+    if kind == "xz":
+        subprocess.run([sys.executable, os.path.join(TOP, "bench/workloads/gen-data.py"), str(opts["mib"]),
+                        os.path.join(tmp, "xz-input")], check=True)
+    elif kind == "sqlite":
+        sql = readf(os.path.join(TOP, "bench/workloads/sqlite.sql")).replace("@N@", str(opts["rows"]))
+        with open(os.path.join(tmp, "sqlite.sql"), "w") as f:
+            f.write(sql + "\n")
+
+
+def run_one(launcher, cont, wl, tmp, timeout):
+    name, label, preload, env = cont
+    wname, group, cmd, opts = wl
+    res = os.path.join(tmp, "result")
+    if os.path.exists(res):
+        os.unlink(res)
+    args = [launcher, "-r", res]
+    e = dict(env)
+    e.update(opts.get("env", {}))
+    if preload:
+        e["LD_PRELOAD"] = preload
+    for k, v in sorted(e.items()):
+        args += ["-e", "%s=%s" % (k, v)]
+    if "stdin" in opts:
+        args += ["-i", opts["stdin"]]
+    if "stdout" in opts:
+        args += ["-O", opts["stdout"]]
+    clean = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "GLIBC_TUNABLES", "MALLOC_CONF",
+                                                              "MIMALLOC_LARGE_OS_PAGES", "PYTHONMALLOC")}
+    try:
+        p = subprocess.run(args + ["--"] + cmd, capture_output=True, text=True, timeout=timeout, env=clean)
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "error": "timeout after %d s" % timeout}
+    r = {"ok": p.returncode == 0}
+    line = readf(res)
+    for k, v in re.findall(r"(\w+)=([-\d.]+)", line):
+        r[k] = float(v)
+    for k, v in re.findall(r"(\w+)=([-\d.]+)", p.stdout):
+        if k in ("op_s", "build_s", "walk_s", "free_s", "ns_per_step", "total_s"):
+            r["prog_" + k] = float(v)
+    if not r["ok"]:
+        r["error"] = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1][:200]
+    if "wall_s" in r:
+        rss = max(r.get("maxrss_kb", 0), r.get("rss_kb", 0))
+        ht = r.get("hugetlb_kb", 0)
+        r["cpu_s"] = r["user_s"] + r["sys_s"]
+        r["rss_mb"] = rss / 1024
+        r["hugetlb_mb"] = ht / 1024
+        r["mem_mb"] = (rss + ht) / 1024
+        tot = r.get("rss_kb", 0) + ht
+        r["huge_pct"] = 100.0 * (r.get("anonhuge_kb", 0) + ht) / tot if tot else 0.0
+    if opts.get("metric") == "mips":
+        m = re.search(r"^Tot:\s+(\d+)\s+(\d+)\s+(\d+)", p.stdout, re.M)
+        if m:  # Tot: usage %, rating per usage (R/U) MIPS, rating MIPS
+            r["mips"] = float(m.group(3))
+            r["mips_ru"] = float(m.group(2))
+        else:
+            r["ok"] = False
+            r["error"] = "no Tot: line in 7zz's output"
+    return r
+
+
+def med(xs):
+    return statistics.median(xs) if xs else None
+
+
+def geomean(xs):
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def fmt(x, d=2):
+    if x is None:
+        return "–"
+    if abs(x) >= 100:
+        return "%.0f" % x
+    return ("%%.%df" % d) % x
+
+
+def summarize(results, conts, wls):
+    """Per workload and contender: medians, spreads, speed-up vs glibc-h0."""
+    s = {}
+    for wname, group, cmd, opts in wls:
+        metric = opts.get("metric", "wall")
+        s[wname] = {}
+        for c in conts:
+            runs = [r for r in results.get(wname, {}).get(c[0], []) if r.get("ok")]
+            key = "mips" if metric == "mips" else "wall_s"
+            vals = [r[key] for r in runs if key in r]
+            d = {"n": len(vals), "failed": len(results.get(wname, {}).get(c[0], [])) - len(runs)}
+            if vals:
+                if metric == "mips":
+                    d["mips_ru"] = med([r["mips_ru"] for r in runs])
+                d.update(value=med(vals), min=min(vals), max=max(vals),
+                         cpu_s=med([r["cpu_s"] for r in runs]), mem_mb=med([r["mem_mb"] for r in runs]),
+                         rss_mb=med([r["rss_mb"] for r in runs]), hugetlb_mb=med([r["hugetlb_mb"] for r in runs]),
+                         huge_pct=med([r["huge_pct"] for r in runs]))
+                for k in ("prog_walk_s", "prog_build_s", "prog_op_s"):
+                    if any(k in r for r in runs):
+                        d[k] = med([r[k] for r in runs if k in r])
+            s[wname][c[0]] = d
+        base = s[wname].get("glibc-h0", {})
+        for c in conts:
+            d = s[wname][c[0]]
+            if base.get("value") and d.get("value"):
+                d["speedup"] = d["value"] / base["value"] if metric == "mips" else base["value"] / d["value"]
+                # by CPU time (user + sys): less disturbed by other load on a shared machine
+                # (7zz: its rating per CPU usage, R/U)
+                d["cpu_speedup"] = (d["mips_ru"] / base["mips_ru"] if metric == "mips" else
+                                    base["cpu_s"] / d["cpu_s"] if d["cpu_s"] else None)
+    return s
+
+
+def goals(s, wls, conts, key="speedup"):
+    names = {c[0] for c in conts}
+    by = {g: [w[0] for w in wls if w[1] == g] for g in ("small", "tlb", "real")}
+    out = []
+
+    def sp(w, c):
+        return s.get(w, {}).get(c, {}).get(key)
+
+    def rel(w, a, b):  # how much faster a is than b (>1: faster)
+        x, y = sp(w, a), sp(w, b)
+        return x / y if x and y else None
+
+    def verdict(ok):
+        return "**met**" if ok else "**missed**"
+
+    if by["small"] and "glibc-h0" in names:
+        for m in ("hpm-h0", "hpm-h1", "hpm-h2"):
+            if m not in names:
+                continue
+            g = geomean([sp(w, m) for w in by["small"]])
+            worst = min(((sp(w, m), w) for w in by["small"] if sp(w, m)), default=(None, None))
+            if g is None:
+                continue
+            ok = g >= 1 and worst[0] >= 1 / 1.10
+            out.append("Small objects, %s vs glibc h0: geometric mean %sx, slowest %s %sx (goal: >= 1.00x, none "
+                       "more than 10%% slower, i.e. >= 0.91x): %s" % (m, fmt(g), worst[1], fmt(worst[0]), verdict(ok)))
+            if "mi" in names:
+                gm = geomean([rel(w, m, "mi") for w in by["small"]])
+                out.append("  gap to mimalloc: %s is %sx mimalloc's speed (geometric mean)" % (m, fmt(gm)))
+    big = by["tlb"] + by["real"]
+    if "hpm-h1" in names:
+        for rival in ("glibc-h1", "je-thp"):
+            if rival in names:
+                r = [(rel(w, "hpm-h1", rival), w) for w in big if rel(w, "hpm-h1", rival)]
+                if r:
+                    lose = ["%s %sx" % (w, fmt(x)) for x, w in r if x < 1]
+                    out.append("TLB/real, hpmalloc h1 faster than %s on every workload: %s (geomean %sx%s)" % (
+                        rival, verdict(not lose), fmt(geomean([x for x, _ in r])),
+                        "; slower on " + ", ".join(lose) if lose else ""))
+        x = rel("graph-2t", "hpm-h1", "glibc-h1")
+        if x:
+            out.append("Multi-threaded object graph, hpmalloc h1 vs glibc h1: %sx (goal >= 1.25x): %s" % (
+                fmt(x), verdict(x >= 1.25)))
+        a_, b_ = (s.get("graph-2t", {}).get(c, {}).get("prog_walk_s") for c in ("hpm-h1", "glibc-h1"))
+        if a_ and b_ and key == "speedup":
+            out.append("  the walk alone (the TLB-bound phase, timed in the program): %sx" % fmt(b_ / a_))
+    if "hpm-h2" in names:
+        for rival in ("mi-large", "glibc-h2"):
+            if rival in names:
+                r = [(rel(w, "hpm-h2", rival), w) for w in big if rel(w, "hpm-h2", rival)]
+                if r:
+                    lose = ["%s %sx" % (w, fmt(x)) for x, w in r if x < 1]
+                    out.append("TLB/real, hpmalloc h2 faster than %s on every workload: %s (geomean %sx%s)" % (
+                        rival, verdict(not lose), fmt(geomean([x for x, _ in r])),
+                        "; slower on " + ", ".join(lose) if lose else ""))
+    for w in ("7zz", "xz"):
+        for m in ("hpm-h1", "hpm-h2"):
+            x = rel(w, m, "hpm-h0")
+            if x:
+                out.append("%s: %s over hpmalloc h0: %sx (over glibc h0: %sx)" % (w, m, fmt(x, 3), fmt(sp(w, m), 3)))
+    for m, g in (("hpm-h0", "glibc-h0"), ("hpm-h1", "glibc-h1"), ("hpm-h2", "glibc-h2")):
+        if m in names and g in names and key == "speedup":
+            over = []
+            for w in s:
+                a, b = s[w].get(m, {}).get("mem_mb"), s[w].get(g, {}).get("mem_mb")
+                if a and b and a > b * 1.10 and a - b > 4:  # 4 MB: two huge pages of slack for tiny heaps
+                    over.append("%s %.0f vs %.0f MB (%+.0f%%)" % (w, a, b, 100 * (a / b - 1)))
+            out.append("Peak RSS + hugetlb of %s within 10%% of %s on every workload: %s%s" % (
+                m, g, verdict(not over), "; over on " + ", ".join(over) if over else ""))
+    return out
+
+
+def markdown(meta, s, conts, wls, goal_lines, cpu_goal_lines, hpm_note):
+    L = []
+    m = meta["machine"]
+    L.append("# Allocator comparison (`make bench%s`)" % (" QUICK=1" if meta["quick"] else ""))
+    L.append("")
+    L.append("Generated by `bench/run-bench.py`; do not edit by hand.")
+    L.append("")
+    L.append("- Machine: %s; %s cores; %s GiB; Linux %s; THP enabled %s, defrag %s" % (
+        m["cpu"], m["cores"], m["memory_gib"], m["kernel"], m["thp"], m["thp_defrag"]))
+    L.append("- %s; %s; hpmalloc %s" % (m["glibc"], m["versions"], m["hpmalloc"]))
+    L.append("- %s" % meta["pool"])
+    L.append("- Date: %s UTC; the run took %.0f s; load average at start %s, at end %s" % (
+        meta["date"], meta["duration_s"], m["loadavg_start"], meta["loadavg_end"]))
+    L.append("- Command: `%s`" % meta["command"])
+    L.append("- Each cell: the median of %d interleaved runs (every contender runs a workload once per repetition, "
+             "%s), with the min–max range. Speed-ups are against glibc hugetlb=0 in the same run "
+             "(above 1: faster). Memory: peak RSS + HugetlbPages (hugetlb memory is not in RSS), sampled from /proc." % (
+                 meta["reps"], meta.get("order", "the order rotated between repetitions")))
+    L.append("")
+    hdr = "| workload | " + " | ".join(c[1] for c in conts) + " |"
+    sep = "|---|" + "---:|" * len(conts)
+    L.append("## Time (s; 7zz: MIPS, higher is better)")
+    L.append("")
+    L += [hdr, sep]
+    for w in wls:
+        cells = []
+        for c in conts:
+            d = s[w[0]][c[0]]
+            cells.append("%s (%s–%s)" % (fmt(d["value"]), fmt(d["min"]), fmt(d["max"])) if d.get("value") else
+                         ("failed" if d.get("failed") else "–"))
+        L.append("| %s | %s |" % (w[0], " | ".join(cells)))
+    L.append("")
+    L.append("## Speed-up against glibc hugetlb=0 (same run)")
+    L.append("")
+    L += [hdr, sep]
+    for w in wls:
+        L.append("| %s | %s |" % (w[0], " | ".join(fmt(s[w[0]][c[0]].get("speedup")) for c in conts)))
+    for g, title in (("small", "geomean small"), ("tlb", "geomean TLB"), ("real", "geomean real")):
+        ws = [w[0] for w in wls if w[1] == g]
+        if ws:
+            L.append("| **%s** | %s |" % (title, " | ".join(
+                "**%s**" % fmt(geomean([s[w][c[0]].get("speedup") for w in ws])) for c in conts)))
+    L.append("")
+    tlb = [w for w in wls if any(s[w[0]][c[0]].get("prog_walk_s") for c in conts)]
+    if tlb:
+        L.append("## The TLB-bound phase alone (random walk / reads, s; median) and its speed-up")
+        L.append("")
+        L.append("The walk of `graph-*` and the reads of `blocks-*`, timed inside the program: no page faults, "
+                 "no allocator code, only translation and cache misses.")
+        L.append("")
+        L += [hdr, sep]
+        for w in tlb:
+            b = s[w[0]].get("glibc-h0", {}).get("prog_walk_s")
+            L.append("| %s | %s |" % (w[0], " | ".join(
+                "%s (%sx)" % (fmt(s[w[0]][c[0]]["prog_walk_s"], 3), fmt(b / s[w[0]][c[0]]["prog_walk_s"]))
+                if b and s[w[0]][c[0]].get("prog_walk_s") else "–" for c in conts)))
+        L.append("")
+    L.append("## CPU time (user + sys, s; median) and speed-up by CPU time")
+    L.append("")
+    L.append("CPU time is less disturbed than wall time by other load on a shared machine (it still includes "
+             "cache and TLB misses, and the kernel's page faults and zeroing).")
+    L.append("")
+    L += [hdr, sep]
+    for w in wls:
+        L.append("| %s | %s |" % (w[0], " | ".join(fmt(s[w[0]][c[0]].get("cpu_s")) for c in conts)))
+    L.append("")
+    L += [hdr, sep]
+    for w in wls:
+        L.append("| %s | %s |" % (w[0], " | ".join(fmt(s[w[0]][c[0]].get("cpu_speedup")) for c in conts)))
+    for g, title in (("small", "geomean small"), ("tlb", "geomean TLB"), ("real", "geomean real")):
+        ws = [w[0] for w in wls if w[1] == g]
+        if ws:
+            L.append("| **%s** | %s |" % (title, " | ".join(
+                "**%s**" % fmt(geomean([s[w][c[0]].get("cpu_speedup") for w in ws])) for c in conts)))
+    L.append("")
+    L.append("## Peak memory: RSS + hugetlb MB (huge-page coverage at the peak)")
+    L.append("")
+    L.append("Coverage = (AnonHugePages + HugetlbPages) / (Rss + HugetlbPages) at the sample with the largest "
+             "Rss + HugetlbPages; `+N h` is the hugetlb part.")
+    L.append("")
+    L += [hdr, sep]
+    for w in wls:
+        cells = []
+        for c in conts:
+            d = s[w[0]][c[0]]
+            if not d.get("mem_mb"):
+                cells.append("–")
+                continue
+            ht = " +%.0f h" % d["hugetlb_mb"] if d["hugetlb_mb"] >= 1 else ""
+            cells.append("%.0f%s (%.0f%%)" % (d["rss_mb"], ht, d["huge_pct"]))
+        L.append("| %s | %s |" % (w[0], " | ".join(cells)))
+    L.append("")
+    L.append("## Goals (issue 7), as measured in this run")
+    L.append("")
+    L.append("By wall time (the issue's measure):")
+    L.append("")
+    L += ["- " + g if not g.startswith("  ") else "  - " + g.strip() for g in goal_lines]
+    L.append("")
+    L.append("The same by CPU time:")
+    L.append("")
+    L += ["- " + g if not g.startswith("  ") else "  - " + g.strip() for g in cpu_goal_lines]
+    L.append("")
+    L.append("## Workloads")
+    L.append("")
+    for w in wls:
+        cmd = " ".join(os.path.relpath(x, TOP) if x.startswith(TOP) else x for x in w[2])
+        extra = w[3].get("stdin") and " < sqlite.sql (%d rows)" % w[3]["rows"] or ""
+        extra += " (%d MiB of bench/workloads/gen-data.py)" % w[3]["mib"] if w[3].get("prep") == "xz" else ""
+        extra += " PYTHONMALLOC=malloc" if "env" in w[3] else ""
+        L.append("- %s (%s): `%s`%s" % (w[0], w[1], cmd, extra))
+    if hpm_note:
+        L.append("")
+        L.append("## Trace replays (`hpm compare`)")
+        L.append("")
+        L += hpm_note
+    failures = [(w, c, d["failed"]) for w in s for c, d in s[w].items() if d.get("failed")]
+    if failures:
+        L.append("")
+        L.append("Failed runs: " + ", ".join("%s/%s ×%d" % f for f in failures))
+    return "\n".join(L) + "\n"
+
+
+COLORS = ["#444444", "#888888", "#bbbbbb", "#08519c", "#3182bd", "#9ecae1", "#a63603", "#fd8d3c",
+          "#006d2c", "#74c476", "#756bb1"]
+
+
+def svg(s, conts, wls, title):
+    """Two panels of grouped bars: speed-up by wall time, then by CPU time."""
+    cs = list(conts)
+    bw, gap, left, h, ph = 7, 18, 50, 260, 380
+    width = left + len(wls) * (len(cs) * bw + gap) + 170
+    vals = [s[w[0]][c[0]].get(k) or 0 for w in wls for c in cs for k in ("speedup", "cpu_speedup")]
+    ymax = max(1.5, math.ceil(max(vals + [1]) * 4) / 4)
+    o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">'
+         % (width, 40 + 2 * ph),
+         '<rect width="100%" height="100%" fill="white"/>',
+         '<text x="%d" y="20" font-size="14">%s</text>' % (left, title)]
+    for pi, (key, what) in enumerate((("speedup", "wall time"), ("cpu_speedup", "CPU time (user + sys)"))):
+        top = 60 + pi * ph
+        y = lambda v: top + h - v / ymax * h
+        o.append('<text x="%d" y="%d">speed-up by %s vs glibc hugetlb=0 (above 1: faster); medians</text>'
+                 % (left, top - 10, what))
+        t = 0.0
+        while t <= ymax + 1e-9:
+            o.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#eee"/>' % (left, width - 170, y(t), y(t)))
+            o.append('<text x="%d" y="%.1f" text-anchor="end">%.2f</text>' % (left - 4, y(t) + 4, t))
+            t += 0.25
+        o.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="black" stroke-dasharray="4,3"/>' % (
+            left, width - 170, y(1), y(1)))
+        for i, w in enumerate(wls):
+            x0 = left + i * (len(cs) * bw + gap) + gap / 2
+            for j, c in enumerate(cs):
+                v = s[w[0]][c[0]].get(key)
+                if v:
+                    o.append('<rect x="%.1f" y="%.1f" width="%d" height="%.1f" fill="%s"><title>%s %s: %.2fx</title>'
+                             '</rect>' % (x0 + j * bw, y(v), bw - 1, top + h - y(v), COLORS[j % len(COLORS)], w[0],
+                                          c[1], v))
+            cx = x0 + len(cs) * bw / 2
+            o.append('<text x="%.1f" y="%d" text-anchor="end" transform="rotate(-40 %.1f %d)">%s</text>' % (
+                cx, top + h + 14, cx, top + h + 14, w[0]))
+    for j, c in enumerate(cs):
+        o.append('<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d">%s</text>' % (
+            width - 160, 60 + j * 16, COLORS[j % len(COLORS)], width - 145, 60 + j * 16 + 9, c[1]))
+    o.append("</svg>")
+    return "\n".join(o) + "\n"
+
+
+def hpm_replays(build):
+    hpm = os.path.join(TOP, build, "bin", "hpm")
+    dirs = [d for d in (os.environ.get("HPM_TRACES"), os.path.join(TOP, "tools/hpm/traces"),
+                        os.path.join(TOP, "bench/traces")) if d and os.path.isdir(d)]
+    traces = sorted(os.path.join(d, f) for d in dirs for f in os.listdir(d) if not f.startswith(".")
+                    and not f.endswith((".md", ".txt")))
+    if not os.access(hpm, os.X_OK) or not traces:
+        msg = "trace replays skipped: %s" % ("%s not built yet" % os.path.relpath(hpm, TOP) if not os.access(hpm, os.X_OK)
+                                             else "no traces in tools/hpm/traces or bench/traces")
+        print("bench: " + msg)
+        return [msg + "."]
+    out = []
+    for t in traces:
+        print("bench: hpm compare %s" % os.path.relpath(t, TOP))
+        p = subprocess.run([hpm, "compare", t], capture_output=True, text=True, timeout=1800)
+        out += ["`hpm compare %s` (exit %d):" % (os.path.relpath(t, TOP), p.returncode), "", "```",
+                (p.stdout + p.stderr).strip(), "```", ""]
+    return out
+
+
+def report(meta, results, conts, wls, hpm_note, out, name, runs_json=True):
+    s = summarize(results, conts, wls)
+    g = goals(s, wls, conts)
+    gc = goals(s, wls, conts, "cpu_speedup")
+    md = markdown(meta, s, conts, wls, g, gc, hpm_note)
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, name + ".md"), "w") as f:
+        f.write(md)
+    if runs_json:
+        with open(os.path.join(out, name + ".json"), "w") as f:
+            json.dump({"meta": meta, "hpm": hpm_note,
+                       "contenders": [{"name": c[0], "label": c[1], "preload": c[2], "env": c[3]} for c in conts],
+                       "workloads": [{"name": w[0], "group": w[1], "command": w[2], "opts": w[3],
+                                      "metric": w[3].get("metric", "wall_s")} for w in wls],
+                       "summary": s, "goals": g, "goals_cpu": gc, "runs": results}, f, indent=1)
+    with open(os.path.join(out, name + ".svg"), "w") as f:
+        f.write(svg(s, conts, wls, "hpmalloc benchmark %s (%s)" % (meta["date"], "QUICK" if meta["quick"] else "full")))
+    return md
+
+
+def render(a):
+    with open(a.render) as f:
+        d = json.load(f)
+    conts = [(c["name"], c["label"], c["preload"], c["env"]) for c in d["contenders"]]
+    wls = [(w["name"], w["group"], w["command"], w.get("opts") or
+            ({"metric": "mips"} if w.get("metric") == "mips" else {})) for w in d["workloads"]]
+    md = report(d["meta"], d["runs"], conts, wls, d.get("hpm", []), a.out, a.name,
+                runs_json=os.path.abspath(a.render) != os.path.abspath(os.path.join(a.out, a.name + ".json")))
+    print(md)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--contenders", default="")
+    ap.add_argument("--workloads", default="", help="names or groups (small, tlb, real), comma-separated")
+    ap.add_argument("--out", default=os.path.join(TOP, "bench/results"))
+    ap.add_argument("--name", default="latest", help="file names: NAME.md, NAME.json, NAME.svg")
+    ap.add_argument("--pool-mb", type=int, default=0, help="hugetlb pool for the run (default 1024 quick, 4608 full)")
+    ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--settle", type=float, default=0,
+                    help="seconds to wait before each run (freed memory goes back to the host in the project's VM)")
+    ap.add_argument("--md", type=int, default=25, help="7zz b -mdN (25; the issue's table used 23: half the time)")
+    ap.add_argument("--render", metavar="JSON", help="measure nothing: write the md and svg again from a JSON result")
+    a = ap.parse_args()
+    if a.render:
+        return render(a)
+    t_start = time.time()
+    launcher = os.path.join(TOP, a.build, "bench", "hpb-run")
+    if not os.access(launcher, os.X_OK):
+        sys.exit("bench: %s missing (make bench builds it)" % launcher)
+    conts = contenders(a.build)
+    if a.contenders:
+        want = a.contenders.split(",")
+        conts = [c for c in conts if c[0] in want]
+    missing = [c for c in conts if c[2] and not os.path.exists(c[2])]
+    for c in missing:
+        print("bench: %s skipped: %s is not installed (bash build-aux/deps.sh bench)" % (c[1], c[2]))
+    conts = [c for c in conts if c not in missing]
+    tmp = tempfile.mkdtemp(prefix="hpbench.")
+    wls = workloads(a.build, a.quick, tmp, a.md)
+    if a.workloads:
+        want = a.workloads.split(",")
+        wls = [w for w in wls if w[0] in want or w[1] in want]
+    ok = []
+    for w in wls:
+        exe = w[2][0]
+        if not (os.access(exe, os.X_OK) or shutil.which(exe)):
+            print("bench: %s skipped: %s not found (bash build-aux/deps.sh bench installs 7zip and xz-utils)" % (w[0], exe))
+            continue
+        prep(tmp, w[3])
+        ok.append(w)
+    wls = ok
+    if a.quick:
+        print("bench: QUICK: 7zz skipped (its benchmark runs ~10 s per pass, whatever the size)")
+    meta = {"quick": a.quick, "reps": a.reps, "machine": machine(), "settle_s": a.settle,
+            "order": "the listed order first, then shuffled (seeded) between repetitions" +
+                     (", %g s pause before each run" % a.settle if a.settle else ""),
+            "date": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"),
+            "command": " ".join(["python3", "bench/run-bench.py"] + sys.argv[1:])}
+    pool = Pool(a.pool_mb or (1024 if a.quick else 4608))
+    need_pool = any(c[0] in ("glibc-h2", "hpm-h2", "mi-large") for c in conts)
+
+    def stop(sig, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    results = {}
+    try:
+        if need_pool:
+            pool.raise_()
+            print("bench: " + pool.note)
+        meta["pool"] = pool.note or "hugetlb pool: not used"
+        total = len(wls) * len(conts) * a.reps
+        n = 0
+        for rep in range(a.reps):
+            # The first repetition in the listed order, then a new (seeded)
+            # order each time: a plain rotation would keep every contender
+            # behind the same neighbour, and a run inherits memory state from
+            # the run before it (warm or cold huge pages, see README).
+            order = list(conts)
+            if rep:
+                random.Random(rep).shuffle(order)
+            for w in wls:
+                for c in order:
+                    if a.settle:
+                        time.sleep(a.settle)
+                    n += 1
+                    r = run_one(launcher, c, w, tmp, a.timeout)
+                    results.setdefault(w[0], {}).setdefault(c[0], []).append(r)
+                    v = r.get("mips", r.get("wall_s"))
+                    print("bench: [%d/%d] rep %d %-12s %-14s %s" % (
+                        n, total, rep + 1, w[0], c[1],
+                        ("%s=%.3f cpu=%.2f mem=%.0fMB huge=%.0f%%" % ("mips" if "mips" in r else "wall", v, r["cpu_s"],
+                                                                    r["mem_mb"], r["huge_pct"])) if r["ok"] else
+                        "FAILED: " + r.get("error", "")), flush=True)
+    except KeyboardInterrupt:
+        print("bench: interrupted; writing what was measured")
+    finally:
+        pool.restore()
+    hpm_note = hpm_replays(a.build)
+    shutil.rmtree(tmp, ignore_errors=True)
+    meta["loadavg_end"] = readf("/proc/loadavg")
+    meta["duration_s"] = time.time() - t_start
+    md = report(meta, results, conts, wls, hpm_note, a.out, a.name)
+    print()
+    print(md)
+    print("bench: wrote %s/%s.{md,json,svg}" % (os.path.relpath(a.out, os.getcwd()), a.name))
+
+
+if __name__ == "__main__":
+    main()
