@@ -511,19 +511,20 @@ def svg(s, conts, wls, title):
 
 def hpm_replays(build):
     hpm = os.path.join(TOP, build, "bin", "hpm")
-    dirs = [d for d in (os.environ.get("HPM_TRACES"), os.path.join(TOP, "tools/hpm/traces"),
+    dirs = [d for d in (os.environ.get("HPM_TRACES"), os.path.join(TOP, "tests/hpm/traces"),
                         os.path.join(TOP, "bench/traces")) if d and os.path.isdir(d)]
-    traces = sorted(os.path.join(d, f) for d in dirs for f in os.listdir(d) if not f.startswith(".")
-                    and not f.endswith((".md", ".txt")))
+    traces = sorted(os.path.join(d, f) for d in dirs for f in os.listdir(d) if f.endswith(".hpmt"))
     if not os.access(hpm, os.X_OK) or not traces:
         msg = "trace replays skipped: %s" % ("%s not built yet" % os.path.relpath(hpm, TOP) if not os.access(hpm, os.X_OK)
-                                             else "no traces in tools/hpm/traces or bench/traces")
+                                             else "no .hpmt traces in tests/hpm/traces or bench/traces")
         print("bench: " + msg)
         return [msg + "."]
     out = []
     for t in traces:
         print("bench: hpm compare %s" % os.path.relpath(t, TOP))
-        p = subprocess.run([hpm, "compare", t], capture_output=True, text=True, timeout=1800)
+        # every installed allocator, without and with THP mode (hugetlb=1)
+        p = subprocess.run([hpm, "compare", t, "--allocators", "all", "--tunables", "-,glibc.malloc.hugetlb=1",
+                            "--reps", "3"], capture_output=True, text=True, timeout=1800)
         out += ["`hpm compare %s` (exit %d):" % (os.path.relpath(t, TOP), p.returncode), "", "```",
                 (p.stdout + p.stderr).strip(), "```", ""]
     return out
