@@ -52,6 +52,7 @@
 #include "hpmalloc.h"
 #include "hpt_api.h"
 #include "internal.h"
+#include "unit_helpers.h"
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
@@ -445,19 +446,8 @@ static void setup(void) {
 static void run(int how, long at, int kind, const char *what) {
   memset(rep, 0, sizeof *rep);
   int fds[2];
-  cr_assert_eq(pipe(fds), 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  cr_assert_geq(pid, 0);
-  if (pid == 0) {
-    struct rlimit no_core = { 0, 0 };
-    setrlimit(RLIMIT_CORE, &no_core);
-    close(fds[0]);
-    dup2(fds[1], STDERR_FILENO);
-    alarm(60);
-    child(how, at, kind, mode0);
-  }
-  close(fds[1]);
+  pid_t pid = fork_with_stderr_pipe(fds, 60);
+  if (pid == 0) child(how, at, kind, mode0);
   char err[1024];
   size_t len = 0;
   ssize_t r;

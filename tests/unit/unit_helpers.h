@@ -40,8 +40,10 @@ __attribute__((unused)) static void gcov_dump_then_abort(int sig) {
 
 /* Run fn in a child process; expect it to die of SIGABRT after printing
    `msg` on stderr.  */
-__attribute__((unused)) static void expect_abort(void (*fn)(void), const char *msg) {
-  int fds[2];
+/* Fork a child whose stderr goes to a pipe (its read end in fds[0] for
+   the parent), with no core dump and an alarm after `secs` seconds.
+   Returns the child's pid in both (0 in the child).  */
+__attribute__((unused)) static pid_t fork_with_stderr_pipe(int fds[2], unsigned secs) {
   cr_assert_eq(pipe(fds), 0);
   fflush(NULL);
   pid_t pid = fork();
@@ -51,12 +53,21 @@ __attribute__((unused)) static void expect_abort(void (*fn)(void), const char *m
     setrlimit(RLIMIT_CORE, &no_core);
     close(fds[0]);
     dup2(fds[1], STDERR_FILENO);
+    alarm(secs);
+    return 0;
+  }
+  close(fds[1]);
+  return pid;
+}
+
+__attribute__((unused)) static void expect_abort(void (*fn)(void), const char *msg) {
+  int fds[2];
+  pid_t pid = fork_with_stderr_pipe(fds, 20);
+  if (pid == 0) {
     if (__gcov_dump) signal(SIGABRT, gcov_dump_then_abort);
-    alarm(20);
     fn();
     _exit(0);
   }
-  close(fds[1]);
   char buf[1024];
   size_t len = 0;
   ssize_t r;
