@@ -14,6 +14,8 @@ ANALYZE_DEFS    := -D_GNU_SOURCE $(VALGRIND_CFLAGS)
 ANALYZE_INC     := $(INCLUDES)
 ANALYZE_GCC     := $(patsubst %.c,$(ANALYZE_DIR)/gcc/%.log,$(ANALYZE_SRCS))
 ANALYZE_TIDY    := $(patsubst %.c,$(ANALYZE_DIR)/tidy/%.log,$(ANALYZE_SRCS))
+# Per-directory clang-tidy configurations (e.g. tools/hpm/.clang-tidy).
+ANALYZE_TIDY_CFG := $(sort $(shell find $(ANALYZE_DIRS) -name .clang-tidy))
 ANALYZE_CPPCHECK := cppcheck -q --std=c11 --enable=warning,style,performance,portability \
 	--inline-suppr --error-exitcode=1 --template='{file}:{line}: {severity}: {id}: {message}' \
 	$(ANALYZE_INC) -D__linux__ -D__x86_64__ -D__GNUC__ $(ANALYZE_DEFS)
@@ -47,8 +49,9 @@ analyze-cppcheck:
 	  $(ANALYZE_CPPCHECK) -DHP_TEST_BUILD=1 $(ANALYZE_DIRS); } >$(ANALYZE_DIR)/cppcheck.log 2>&1 || rc=1; \
 	  cat $(ANALYZE_DIR)/cppcheck.log; exit $$rc
 
-# clang-tidy on each file with the checks in .clang-tidy; any finding fails.
-$(ANALYZE_DIR)/tidy/%.log: %.c .clang-tidy
+# clang-tidy on each file with the checks in .clang-tidy (and a directory's
+# own .clang-tidy, which inherits it); any finding fails.
+$(ANALYZE_DIR)/tidy/%.log: %.c .clang-tidy $(ANALYZE_TIDY_CFG)
 	@mkdir -p $(dir $@)
 	@if clang-tidy --quiet --warnings-as-errors='*' $< -- -std=gnu11 $(ANALYZE_INC) -I$(dir $<) $(ANALYZE_DEFS) \
 	     >$@.tmp 2>$@.err; then mv $@.tmp $@; rm -f $@.err $@.bad; \

@@ -4,6 +4,7 @@
 #include "replay.h"
 #include "svg.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -33,14 +34,14 @@ static int cmp_d(const void *a, const void *b)
 static void medians(struct config *c)
 {
   for (size_t m = 0; m < NMETRICS; m++) {
-    double tmp[MAX_REPS];
+    double tmp[MAX_REPS] = { 0 };
     for (int r = 0; r < c->runs; r++) tmp[r] = c->v[r][m];
     qsort(tmp, (size_t) c->runs, sizeof *tmp, cmp_d);
     c->med[m] = c->runs ? (c->runs % 2 ? tmp[c->runs / 2] : (tmp[c->runs / 2 - 1] + tmp[c->runs / 2]) / 2) : 0;
   }
 }
 
-static int run_config(int fd, struct replay_opts *base, struct config *c)
+static int run_config(int fd, const struct replay_opts *base, struct config *c)
 {
   static char out[65536];
   struct replay_opts o = *base;
@@ -55,7 +56,8 @@ static int run_config(int fd, struct replay_opts *base, struct config *c)
 
 static void set_label(struct config *c)
 {
-  snprintf(c->label, sizeof c->label, "%s%s%s", c->alloc, c->tun[0] ? " " : "", c->tun);
+  /* fits: label is longer than alloc + " " + tun */
+  (void) snprintf(c->label, sizeof c->label, "%s%s%s", c->alloc, c->tun[0] ? " " : "", c->tun);
 }
 
 /* Split S at SEP into at most MAX items of LEN bytes.  */
@@ -149,7 +151,7 @@ static int write_svg(const char *path, const char *file, struct config *cfg, int
     v[5 * n + c] = cfg[c].med[7];
   }
   char title[512];
-  snprintf(title, sizeof title, "hpm compare %.200s (relative to %.200s; coverage absolute)", file, cfg[0].label);
+  (void) snprintf(title, sizeof title, "hpm compare %.200s (relative to %.200s; coverage absolute)", file, cfg[0].label);
   int rc = svg_bars(path, title, labels, ng, ser, n, v, "");
   free(v); free(ser);
   return rc;
@@ -173,12 +175,18 @@ int cmd_compare(int argc, char **argv)
     else if (!strcmp(argv[i], "--config") && i + 1 < argc) {
       if (n == MAX_CONFIGS) { fprintf(stderr, "hpm compare: at most %d configurations\n", MAX_CONFIGS); return 2; }
       const char *a = argv[++i], *colon = strchr(a, ':');
-      snprintf(cfg[n].alloc, sizeof cfg[n].alloc, "%.*s", colon ? (int) (colon - a) : (int) strlen(a), a);
-      snprintf(cfg[n].tun, sizeof cfg[n].tun, "%s", colon ? colon + 1 : "");
+      size_t alen = colon ? (size_t) (colon - a) : strlen(a);
+      const char *t = colon ? colon + 1 : "";
+      if (alen >= sizeof cfg[n].alloc || strlen(t) >= sizeof cfg[n].tun) {
+        fprintf(stderr, "hpm compare: --config %s: too long\n", a);
+        return 2;
+      }
+      memcpy(cfg[n].alloc, a, alen);
+      cfg[n].alloc[alen] = 0;
+      memcpy(cfg[n].tun, t, strlen(t) + 1);
       n++;
     } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
-      reps = atoi(argv[++i]);
-      if (reps < 1 || reps > MAX_REPS) { fprintf(stderr, "hpm compare: --reps 1..%d\n", MAX_REPS); return 2; }
+      if (parse_int_opt("compare", "--reps", argv[++i], 1, MAX_REPS, &reps)) return 2;
     } else if (!strcmp(argv[i], "--json")) json = 1;
     else if (!strcmp(argv[i], "--svg") && i + 1 < argc) svg = argv[++i];
     else if (!strcmp(argv[i], "--max-memory") && i + 1 < argc) {
@@ -191,11 +199,14 @@ int cmd_compare(int argc, char **argv)
     static char al[16][512], tl[16][512];
     char expanded[1024];
     if (!strcmp(allocs, "all")) {
-      snprintf(expanded, sizeof expanded, "glibc,hpmalloc");
+      size_t len = (size_t) snprintf(expanded, sizeof expanded, "glibc,hpmalloc");   /* fits */
       const char *opt[] = { "jemalloc", "mimalloc", "tcmalloc" };
       for (int k = 0; k < 3; k++) {
         char *p = find_allocator(opt[k]);
-        if (p && *p) { strcat(expanded, ","); strcat(expanded, opt[k]); }
+        if (p && *p) {   /* fits: at most 42 bytes in all */
+          int m = snprintf(expanded + len, sizeof expanded - len, ",%s", opt[k]);
+          if (m > 0) len += (size_t) m;
+        }
         free(p);
       }
       allocs = expanded;
@@ -203,8 +214,9 @@ int cmd_compare(int argc, char **argv)
     int na = split(allocs, ',', al, 16), nt = split(tuns, ',', tl, 16);
     for (int a = 0; a < na; a++)
       for (int t = 0; t < nt && n < MAX_CONFIGS; t++, n++) {
-        snprintf(cfg[n].alloc, sizeof cfg[n].alloc, "%.255s", al[a]);
-        snprintf(cfg[n].tun, sizeof cfg[n].tun, "%.511s", tl[t]);
+        /* Truncated to fit, as split() does.  */
+        (void) snprintf(cfg[n].alloc, sizeof cfg[n].alloc, "%.255s", al[a]);
+        (void) snprintf(cfg[n].tun, sizeof cfg[n].tun, "%.511s", tl[t]);
       }
   }
   for (int c = 0; c < n; c++) {
@@ -255,7 +267,16 @@ static int hugetlb_pool(void)
 {
   FILE *f = fopen("/proc/sys/vm/nr_hugepages", "r");
   long n = 0;
-  if (f) { if (fscanf(f, "%ld", &n) != 1) n = 0; fclose(f); }
+  if (f) {
+    char line[64];
+    unsigned long long v = 0;
+    if (fgets(line, sizeof line, f)) {
+      line[strcspn(line, "\n")] = 0;
+      if (parse_uint(line, 0, LONG_MAX, &v)) v = 0;
+    }
+    n = (long) v;
+    (void) fclose(f);   /* opened for reading: nothing to lose */
+  }
   return n > 0;
 }
 
@@ -265,7 +286,8 @@ static void build_tun(char *out, size_t len, const struct tparam *ps, int np, co
   for (int k = 0; k < np; k++) {
     if (choice[k] < 0) continue;
     size_t l = strlen(out);
-    snprintf(out + l, len - l, "%sglibc.malloc.%s=%s", l ? ":" : "", ps[k].name, ps[k].values[choice[k]]);
+    /* fits: the six names and values of cmd_tune take under 200 bytes */
+    (void) snprintf(out + l, len - l, "%sglibc.malloc.%s=%s", l ? ":" : "", ps[k].name, ps[k].values[choice[k]]);
   }
 }
 
@@ -284,12 +306,12 @@ int cmd_tune(int argc, char **argv)
     } else if (!strcmp(argv[i], "--allocator") && i + 1 < argc) alloc = argv[++i];
     else if (!strcmp(argv[i], "--objective") && i + 1 < argc) {
       objective = argv[++i];
-      if (strcmp(objective, "wall") && strcmp(objective, "cpu") && strcmp(objective, "rss") && strcmp(objective, "tlb")) {
+      if (strcmp(objective, "wall") != 0 && strcmp(objective, "cpu") != 0 && strcmp(objective, "rss") != 0
+          && strcmp(objective, "tlb") != 0) {
         fprintf(stderr, "hpm tune: --objective wall|cpu|rss|tlb\n"); return 2;
       }
     } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
-      reps = atoi(argv[++i]);
-      if (reps < 1 || reps > MAX_REPS) { fprintf(stderr, "hpm tune: --reps 1..%d\n", MAX_REPS); return 2; }
+      if (parse_int_opt("tune", "--reps", argv[++i], 1, MAX_REPS, &reps)) return 2;
     } else if (argv[i][0] != '-' && !file) file = argv[i];
     else { fprintf(stderr, "hpm tune: bad argument %s\n%s", argv[i], tune_usage); return 2; }
   }
@@ -297,6 +319,10 @@ int cmd_tune(int argc, char **argv)
   char *lp = find_allocator(alloc);
   if (lp && !*lp) { fprintf(stderr, "hpm tune: allocator %s not found\n", alloc); free(lp); return 1; }
   free(lp);
+  if (strlen(alloc) >= sizeof ((struct config *) NULL)->alloc) {
+    fprintf(stderr, "hpm tune: --allocator %s: name too long\n", alloc);
+    return 2;
+  }
   int metric = !strcmp(objective, "wall") ? 0 : !strcmp(objective, "cpu") ? 1 : !strcmp(objective, "rss") ? 5 : 11;
   struct tparam ps[] = {
     { "hugetlb", { "0", "1", hugetlb_pool() ? "2" : NULL } },
@@ -320,7 +346,7 @@ int cmd_tune(int argc, char **argv)
   if (fd < 0) return 1;
 
   static struct config base, cur, cc;
-  snprintf(base.alloc, sizeof base.alloc, "%s", alloc);
+  (void) snprintf(base.alloc, sizeof base.alloc, "%s", alloc);   /* fits: checked above */
   base.tun[0] = 0;
   set_label(&base);
   int total_runs = 0;
@@ -338,9 +364,9 @@ int cmd_tune(int argc, char **argv)
       cand[k] = v;
       memset(&cc, 0, sizeof cc);
       memset(&cur, 0, sizeof cur);
-      snprintf(cc.alloc, sizeof cc.alloc, "%s", alloc);
+      (void) snprintf(cc.alloc, sizeof cc.alloc, "%s", alloc);   /* fits: checked above */
       build_tun(cc.tun, sizeof cc.tun, ps, np, cand);
-      snprintf(cur.alloc, sizeof cur.alloc, "%s", alloc);
+      (void) snprintf(cur.alloc, sizeof cur.alloc, "%s", alloc);   /* fits: checked above */
       build_tun(cur.tun, sizeof cur.tun, ps, np, best);
       for (int r = 0; r < reps; r++) {   /* interleaved with the current best */
         progress("tune: %s=%s, run %d/%d", ps[k].name, ps[k].values[v], r + 1, reps);
@@ -364,8 +390,8 @@ int cmd_tune(int argc, char **argv)
   /* Final: best against the defaults, interleaved.  */
   memset(&cc, 0, sizeof cc);
   memset(&base, 0, sizeof base);
-  snprintf(cc.alloc, sizeof cc.alloc, "%s", alloc);
-  snprintf(base.alloc, sizeof base.alloc, "%s", alloc);
+  (void) snprintf(cc.alloc, sizeof cc.alloc, "%s", alloc);   /* fits: checked above */
+  (void) snprintf(base.alloc, sizeof base.alloc, "%s", alloc);   /* fits: checked above */
   build_tun(cc.tun, sizeof cc.tun, ps, np, best);
   for (int r = 0; r < reps; r++) {
     if (run_config(fd, &o, &cc) || run_config(fd, &o, &base)) { close(fd); return 1; }

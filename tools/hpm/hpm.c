@@ -39,8 +39,8 @@ static char *recorder_path(void)
   const char *env = getenv("HPM_RECORDER");
   if (env) return strdup(env);
   char buf[PATH_MAX + 32];
-  snprintf(buf, sizeof buf, "%s/../lib/libhpmtrace.so", self_dir());
-  char *r = realpath(buf, NULL);
+  int n = snprintf(buf, sizeof buf, "%s/../lib/libhpmtrace.so", self_dir());
+  char *r = n > 0 && (size_t) n < sizeof buf ? realpath(buf, NULL) : NULL;
   if (r) return r;
   const char *inst[] = { "/usr/local/lib/libhpmtrace.so", "/usr/lib/libhpmtrace.so" };
   for (int i = 0; i < 2; i++)
@@ -65,19 +65,22 @@ int cmd_record(int argc, char **argv)
   if (!lib) { fprintf(stderr, "hpm record: libhpmtrace.so not found (set HPM_RECORDER)\n"); return 1; }
   /* An absolute output path: the program may change directory.  */
   char abs[PATH_MAX];
-  if (out[0] == '/') snprintf(abs, sizeof abs, "%s", out);
+  int n;
+  if (out[0] == '/') n = snprintf(abs, sizeof abs, "%s", out);
   else {
     char cwd[PATH_MAX];
-    if (!getcwd(cwd, sizeof cwd)) { perror("hpm record: getcwd"); return 1; }
-    if (snprintf(abs, sizeof abs, "%s/%s", cwd, out) >= (int) sizeof abs) {
-      fprintf(stderr, "hpm record: %s: path too long\n", out);
-      return 1;
-    }
+    if (!getcwd(cwd, sizeof cwd)) { perror("hpm record: getcwd"); free(lib); return 1; }
+    n = snprintf(abs, sizeof abs, "%s/%s", cwd, out);
+  }
+  if (n < 0 || n >= (int) sizeof abs) {
+    fprintf(stderr, "hpm record: %s: path too long\n", out);
+    free(lib);
+    return 1;
   }
   /* Stale files of an earlier run would mix with this one.  */
   char pat[PATH_MAX + 8];
   glob_t g;
-  snprintf(pat, sizeof pat, "%s.[0-9]*", abs);
+  (void) snprintf(pat, sizeof pat, "%s.[0-9]*", abs);   /* fits: strlen(abs) < PATH_MAX */
   if (glob(pat, 0, NULL, &g) == 0) {
     for (size_t k = 0; k < g.gl_pathc; k++) unlink(g.gl_pathv[k]);
     globfree(&g);
@@ -85,36 +88,42 @@ int cmd_record(int argc, char **argv)
   unlink(abs);
   int probe = open(abs, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (probe < 0) { fprintf(stderr, "hpm record: %s: %s\n", abs, strerror(errno)); free(lib); return 1; }
-  close(probe);
+  (void) close(probe);   /* an empty file, removed next */
   unlink(abs);
   const char *old = getenv("LD_PRELOAD");
-  char *pre = malloc(strlen(lib) + (old ? strlen(old) : 0) + 2);
-  sprintf(pre, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
+  size_t prelen = strlen(lib) + (old ? strlen(old) : 0) + 2;
+  char *pre = malloc(prelen);
+  if (!pre) { perror("hpm record"); free(lib); return 1; }
+  (void) snprintf(pre, prelen, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");   /* sized above */
 
   double t0 = now_s();
   pid_t pid = fork();
-  if (pid < 0) { perror("hpm record: fork"); return 1; }
+  if (pid < 0) { perror("hpm record: fork"); free(lib); free(pre); return 1; }
   if (pid == 0) {
-    setenv("HPM_TRACE_OUT", abs, 1);
-    setenv("LD_PRELOAD", pre, 1);
+    if (setenv("HPM_TRACE_OUT", abs, 1) != 0 || setenv("LD_PRELOAD", pre, 1) != 0) {
+      fprintf(stderr, "hpm record: setenv: %s\n", strerror(errno));
+      _exit(127);
+    }
     execvp(argv[i], argv + i);
     fprintf(stderr, "hpm record: %s: %s\n", argv[i], strerror(errno));
     _exit(127);
   }
-  signal(SIGINT, SIG_IGN);    /* the program gets them; we finish the files */
-  signal(SIGTERM, SIG_IGN);
-  signal(SIGQUIT, SIG_IGN);
+  /* The program gets them; we finish the files.  signal() cannot fail
+     for these valid signal numbers.  */
+  (void) signal(SIGINT, SIG_IGN);
+  (void) signal(SIGTERM, SIG_IGN);
+  (void) signal(SIGQUIT, SIG_IGN);
   int st;
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
     ;
   double wall = now_s() - t0;
   char first[PATH_MAX + 32];
-  snprintf(first, sizeof first, "%s.%d", abs, (int) pid);
+  (void) snprintf(first, sizeof first, "%s.%d", abs, (int) pid);   /* fits: strlen(abs) < PATH_MAX */
   if (rename(first, abs) != 0 && !quiet)
     fprintf(stderr, "hpm record: no trace from the first process (%s): a statically linked\n"
             "  program, or one that never called malloc, cannot be traced by preloading\n", first);
   if (!quiet) {
-    snprintf(pat, sizeof pat, "%s*", abs);
+    (void) snprintf(pat, sizeof pat, "%s*", abs);   /* fits: strlen(abs) < PATH_MAX */
     if (glob(pat, 0, NULL, &g) == 0) {
       uint64_t total_ev = 0, total_bytes = 0;
       for (size_t k = 0; k < g.gl_pathc; k++) {
@@ -123,7 +132,11 @@ int cmd_record(int argc, char **argv)
         if (hpm_trace_read_file(g.gl_pathv[k], &tr, err, sizeof err) == 0) {
           FILE *f = fopen(g.gl_pathv[k], "rb");
           long sz = 0;
-          if (f) { fseek(f, 0, SEEK_END); sz = ftell(f); fclose(f); }
+          if (f) {
+            if (fseek(f, 0, SEEK_END) == 0) sz = ftell(f);
+            if (sz < 0) sz = 0;
+            (void) fclose(f);   /* opened for reading: nothing to lose */
+          }
           if (g.gl_pathc <= 10 || k == 0)
             fprintf(stderr, "hpm record: %s: %zu events, %ld bytes (%.2f bytes/event)\n",
                     g.gl_pathv[k], tr.nev, sz, tr.nev ? (double) sz / (double) tr.nev : 0.0);
@@ -185,11 +198,27 @@ int cmd_reencode(int argc, char **argv)
   int rc = 1;
   if (hpm_trace_encode(&tr, &buf, &len) == 0) {
     FILE *f = fopen(argv[2], "wb");
-    if (f && fwrite(buf, 1, len, f) == len && fclose(f) == 0) rc = 0;
-    else fprintf(stderr, "hpm reencode: %s: %s\n", argv[2], strerror(errno));
+    if (f) {
+      int ok = fwrite(buf, 1, len, f) == len && !ferror(f);
+      if (fclose(f) == 0 && ok) rc = 0;
+    }
+    if (rc) fprintf(stderr, "hpm reencode: %s: %s\n", argv[2], strerror(errno));
     free(buf);
   }
   hpm_trace_free(&tr);
+  return rc;
+}
+
+/* Output errors (a full disk, a closed pipe, ...) are detected once, here:
+   stdio keeps a sticky error flag on the stream, so the individual printf
+   and fputs calls are not checked (see tools/hpm/.clang-tidy).  Returns
+   the exit status: RC, or 1 if standard output could not be written.  */
+static int close_stdout(int rc)
+{
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, "hpm: write error on standard output: %s\n", strerror(errno));
+    return 1;
+  }
   return rc;
 }
 
@@ -202,10 +231,10 @@ int main(int argc, char **argv)
   };
   if (argc < 2 || is_help(argv[1])) {
     fputs(usage, argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
+    return close_stdout(argc < 2 ? 2 : 0);
   }
   for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++)
-    if (!strcmp(argv[1], cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);
+    if (!strcmp(argv[1], cmds[i].name)) return close_stdout(cmds[i].fn(argc - 1, argv + 1));
   fprintf(stderr, "hpm: unknown command %s\n%s", argv[1], usage);
   return 2;
 }

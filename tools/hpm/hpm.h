@@ -61,6 +61,11 @@ void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void progress_done(void);
 double now_s(void);
 int parse_size(const char *s, uint64_t *out);
+int parse_uint(const char *s, unsigned long long min, unsigned long long max, unsigned long long *out);
+/* S, the value of option OPT of `hpm CMD`, as an integer in [MIN, MAX]
+   (MIN >= 0); on junk, a sign, overflow or out of range prints a one-line
+   error naming the option and returns -1.  */
+int parse_int_opt(const char *cmd, const char *opt, const char *s, int min, int max, int *out);
 const char *self_dir(void);
 char *find_allocator(const char *name);   /* NULL for glibc; malloc'd path */
 void json_str(FILE *f, const char *s);

@@ -28,7 +28,8 @@ static inline size_t idmap_slot(const struct idmap *m, uint64_t k)
   return i;
 }
 
-static void idmap_free(struct idmap *m) { free(m->key); free(m->val); }
+/* Leaves M empty: prep_build's error path frees it again.  */
+static void idmap_free(struct idmap *m) { free(m->key); free(m->val); m->key = NULL; m->val = NULL; m->cap = 0; }
 
 /* --- helpers ---------------------------------------------------------------------- */
 static int cmp_by_thread(const void *a, const void *b, void *ev)
@@ -120,9 +121,12 @@ int prep_build(const struct hpm_trace *tr, struct prep *p, const char *name, cha
   size_t nalloc = 0;
   for (size_t i = 0; i < n; i++)
     if (tr->ev[i].id) nalloc++;
-  if (nalloc >= NONE32) { snprintf(err, errlen, "too many objects (%zu)", nalloc); goto fail; }
+  if (nalloc >= NONE32) {
+    (void) snprintf(err, errlen, "too many objects (%zu)", nalloc);   /* a message: truncation is harmless */
+    goto fail;
+  }
   if (idmap_init(&ids, nalloc)) goto oom;
-  p->obj = malloc((nalloc ? nalloc : 1) * sizeof *p->obj);
+  p->obj = calloc(nalloc ? nalloc : 1, sizeof *p->obj);
   if (!p->obj) goto oom;
 
   p->events = n;
@@ -267,11 +271,16 @@ int prep_build(const struct hpm_trace *tr, struct prep *p, const char *name, cha
     /* Find one stuck thread to name.  */
     uint32_t th = 0;
     while (th < nth && pos[th] == p->th[th].nops) th++;
-    const struct rop *op = &p->ops[p->th[th].first_op + pos[th]];
-    snprintf(err, errlen, "cycle in cross-thread ordering: %zu of %zu operations cannot run "
-             "(thread %u waits for object %u of thread %u, which waits too)",
-             p->nops - ns, p->nops, p->th[th].number, op->ref,
-             p->th[p->obj[op->ref].alloc_thread].number);
+    const struct rop *op = th < nth ? &p->ops[p->th[th].first_op + pos[th]] : NULL;
+    /* A message: truncation is harmless.  */
+    if (op && op->ref < p->nobj)
+      (void) snprintf(err, errlen, "cycle in cross-thread ordering: %zu of %zu operations cannot run "
+                      "(thread %u waits for object %u of thread %u, which waits too)",
+                      p->nops - ns, p->nops, p->th[th].number, op->ref,
+                      p->th[p->obj[op->ref].alloc_thread].number);
+    else
+      (void) snprintf(err, errlen, "cycle in cross-thread ordering: %zu of %zu operations cannot run",
+                      p->nops - ns, p->nops);
     free(pos);
     prep_free(p);
     return -1;
@@ -283,7 +292,7 @@ int prep_build(const struct hpm_trace *tr, struct prep *p, const char *name, cha
   if (p->bad_order) warn(name, "%llu frees before their allocation in the same thread (ignored)", (unsigned long long) p->bad_order);
   return 0;
 oom:
-  snprintf(err, errlen, "out of memory preparing %zu events", n);
+  (void) snprintf(err, errlen, "out of memory preparing %zu events", n);   /* a message: truncation is harmless */
 fail:
   free(idx);
   idmap_free(&ids);

@@ -69,7 +69,7 @@ static __thread uint32_t tls_parent;
 static __thread uint32_t tls_exited;   /* thread number after thread_exit ran, else 0 */
 
 /* --- bootstrap bump allocator (dlsym before the real functions are known) --- */
-#define BOOT_SIZE (256 * 1024)
+#define BOOT_SIZE ((size_t) 256 * 1024)
 static unsigned char boot_heap[BOOT_SIZE] __attribute__((aligned(4096)));
 static size_t boot_used;
 
@@ -137,7 +137,7 @@ static void tsc_init(void)
   unsigned a, b, c, d;
   if (__get_cpuid(0x80000000, &a, &b, &c, &d) && a >= 0x80000007) {
     __cpuid(0x80000007, a, b, c, d);
-    g_tsc_ok = (d >> 8) & 1;
+    g_tsc_ok = (int) ((d >> 8) & 1);
   }
   g_ns0 = now_ns();
   g_tsc0 = __rdtsc();
@@ -277,7 +277,9 @@ static void flush_locked(struct tbuf *tb)
 
 static void record(const struct hpm_event *e);
 
-static struct tbuf *tbuf_acquire(void)
+/* tbuf_acquire -> record -> tbuf_acquire cannot happen: tls_tb is set
+   before record() is called, so the recursion is one level deep.  */
+static struct tbuf *tbuf_acquire(void)   // NOLINT(misc-no-recursion): one level deep, see above
 {
   struct tbuf *tb;
   for (tb = __atomic_load_n(&g_tbufs, __ATOMIC_ACQUIRE); tb; tb = tb->next) {
@@ -340,7 +342,7 @@ static void record_late(const struct hpm_event *e)
   if (g_fd >= 0) write_all(chunk, HPM_CHUNK_HDR + len);
 }
 
-static void record(const struct hpm_event *e)
+static void record(const struct hpm_event *e)   // NOLINT(misc-no-recursion): see tbuf_acquire
 {
   struct tbuf *tb = tls_tb;
   if (UNLIKELY(!tb)) {
@@ -547,9 +549,11 @@ static void on_fatal(int sig)
 {
   int saved = errno;
   flush_all();
-  signal(sig, SIG_DFL);
+  /* Nothing to do if these fail in a signal handler: the default action
+     happens anyway for a synchronous fault when the handler returns.  */
+  (void) signal(sig, SIG_DFL);
   errno = saved;
-  raise(sig);   /* synchronous faults: returning re-executes the instruction */
+  (void) raise(sig);   /* synchronous faults: returning re-executes the instruction */
 }
 
 static void install_signal_handlers(void)

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -119,23 +120,25 @@ int replay_run(int fd, const struct replay_opts *o, char *out, size_t outlen)
   int pfd[2];
   if (pipe(pfd) != 0) { perror("hpm: pipe"); free(lib); return -1; }
   char fdarg[16], touch[4], serial[4], walk[32], exe[64];
-  snprintf(fdarg, sizeof fdarg, "%d", fd);
-  snprintf(touch, sizeof touch, "%d", o->touch);
-  snprintf(serial, sizeof serial, "%d", o->serial);
-  snprintf(walk, sizeof walk, "%.3f", o->walk_ns);
-  snprintf(exe, sizeof exe, "/proc/self/exe");
+  /* All fit: an int, two small enums, a cost below 10000 ns (tlbcost_cached_ns).  */
+  (void) snprintf(fdarg, sizeof fdarg, "%d", fd);
+  (void) snprintf(touch, sizeof touch, "%d", o->touch);
+  (void) snprintf(serial, sizeof serial, "%d", o->serial);
+  (void) snprintf(walk, sizeof walk, "%.3f", o->walk_ns);
+  (void) snprintf(exe, sizeof exe, "/proc/self/exe");
   pid_t pid = fork();
   if (pid < 0) { perror("hpm: fork"); free(lib); return -1; }
   if (pid == 0) {
-    close(pfd[0]);
-    dup2(pfd[1], 1);
-    close(pfd[1]);
-    if (lib) setenv("LD_PRELOAD", lib, 1); else unsetenv("LD_PRELOAD");
-    if (o->tunables) {
-      if (*o->tunables) setenv("GLIBC_TUNABLES", o->tunables, 1); else unsetenv("GLIBC_TUNABLES");
-    }
-    setenv("HPM_ENGINE_ALLOCATOR", o->allocator ? o->allocator : "glibc", 1);
+    (void) close(pfd[0]);   /* the parent's end */
+    int bad = dup2(pfd[1], 1) < 0;
+    (void) close(pfd[1]);   /* now standard output */
+    bad |= (lib ? setenv("LD_PRELOAD", lib, 1) : unsetenv("LD_PRELOAD")) != 0;
+    if (o->tunables)
+      bad |= (*o->tunables ? setenv("GLIBC_TUNABLES", o->tunables, 1) : unsetenv("GLIBC_TUNABLES")) != 0;
+    bad |= setenv("HPM_ENGINE_ALLOCATOR", o->allocator ? o->allocator : "glibc", 1) != 0;
+    if (bad) { fprintf(stderr, "hpm: replay setup: %s\n", strerror(errno)); _exit(127); }
     execl(exe, "hpm", "__engine", fdarg, touch, serial, walk, (char *) NULL);
+    fprintf(stderr, "hpm: %s: %s\n", exe, strerror(errno));
     _exit(127);
   }
   close(pfd[1]);
@@ -170,7 +173,7 @@ int replay_parse_common(const char *arg, const char *val, struct replay_opts *o,
 {
   *used = 2;
   if (!strcmp(arg, "--threads")) {
-    if (!val || (strcmp(val, "faithful") && strcmp(val, "serial"))) return -1;
+    if (!val || (strcmp(val, "faithful") != 0 && strcmp(val, "serial") != 0)) return -1;
     o->serial = !strcmp(val, "serial");
     return 1;
   }
@@ -306,6 +309,33 @@ static struct {
 
 static char linebuf[1 << 16];
 
+/* LINE starts with NAME, then a decimal number (blanks before it):
+   *V = the number, returns 1; else 0.  Kernel-written text.  */
+static int kb_field(const char *line, const char *name, unsigned long long *v)
+{
+  size_t l = strlen(name);
+  if (strncmp(line, name, l) != 0) return 0;
+  const char *p = line + l;
+  char *end;
+  while (*p == ' ' || *p == '\t') p++;
+  if (*p < '0' || *p > '9') return 0;
+  errno = 0;
+  *v = strtoull(p, &end, 10);
+  return end != p && errno == 0;
+}
+
+/* "START-END " of a smaps mapping line, hexadecimal: returns 1.  */
+static int vma_range(const char *line, unsigned long long *a, unsigned long long *b)
+{
+  char *end;
+  errno = 0;
+  *a = strtoull(line, &end, 16);
+  if (end == line || *end != '-') return 0;
+  const char *p = end + 1;
+  *b = strtoull(p, &end, 16);
+  return end != p && *end == ' ' && errno == 0;
+}
+
 /* Read /proc/self/status field (kB).  */
 static uint64_t status_kb(const char *field)
 {
@@ -316,7 +346,8 @@ static uint64_t status_kb(const char *field)
   if (n <= 0) return 0;
   linebuf[n] = 0;
   char *p = strstr(linebuf, field);
-  return p ? strtoull(p + strlen(field) + 1, NULL, 10) : 0;
+  unsigned long long v;
+  return p && kb_field(p, field, &v) ? v : 0;
 }
 
 /* Parse /proc/self/smaps into E.vmas without allocating.  */
@@ -339,18 +370,17 @@ static void read_smaps(void)
       unsigned long long a, b;
       char *dash = strchr(line, '-');
       if (dash && dash < nl && ((line[0] >= '0' && line[0] <= '9') || (line[0] >= 'a' && line[0] <= 'f'))
-          && sscanf(line, "%llx-%llx ", &a, &b) == 2) {
+          && vma_range(line, &a, &b)) {
         if (E.nvmas < MAX_VMAS) {
           cur = &E.vmas[E.nvmas++];
           *cur = (struct vma) { a, b, 0, 0, 0 };
         } else cur = NULL;
       } else if (cur) {
         unsigned long long v;
-        if (!strncmp(line, "Rss:", 4) && sscanf(line + 4, "%llu", &v) == 1) cur->rss_kb = v;
-        else if (!strncmp(line, "AnonHugePages:", 14) && sscanf(line + 14, "%llu", &v) == 1) {
+        if (kb_field(line, "Rss:", &v)) cur->rss_kb = v;
+        else if (kb_field(line, "AnonHugePages:", &v)) {
           cur->huge_kb += v; E.anon_huge_kb += v;
-        } else if ((!strncmp(line, "Private_Hugetlb:", 16) && sscanf(line + 16, "%llu", &v) == 1)
-                   || (!strncmp(line, "Shared_Hugetlb:", 15) && sscanf(line + 15, "%llu", &v) == 1)) {
+        } else if (kb_field(line, "Private_Hugetlb:", &v) || kb_field(line, "Shared_Hugetlb:", &v)) {
           cur->huge_kb += v; cur->rss_kb += v; E.anon_huge_kb += v;
         }
       }
@@ -470,7 +500,8 @@ static void resolve_api(void)
     else {
       *slot[i] = emu[i];
       size_t l = strlen(A.emulated);
-      snprintf(A.emulated + l, sizeof A.emulated - l, "%s%s", l ? "," : "", names[i]);
+      /* fits: A.emulated holds all four names */
+      (void) snprintf(A.emulated + l, sizeof A.emulated - l, "%s%s", l ? "," : "", names[i]);
     }
   }
 }
@@ -501,6 +532,11 @@ static void *wait_obj(uint32_t ref)
   return p;
 }
 
+/* Not a leak: P is published in E.objs (an atomic store the analyzers do
+   not follow) and freed by a later op of the trace, or deliberately left
+   live at exit, as the traced program left it.  */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wanalyzer-malloc-leak"
 static void run_op(uint64_t i)
 {
   const struct rop *op = &E.ops[i];
@@ -531,9 +567,10 @@ static void run_op(uint64_t i)
     __atomic_store_n(&E.objs[op->obj], p ? p : OBJ_NULL, __ATOMIC_RELEASE);
     E.addr[i] = (uint64_t) (uintptr_t) p;
   } else
-    E.addr[i] = (uint64_t) (uintptr_t) old;
+    E.addr[i] = (uint64_t) (uintptr_t) old;   // NOLINT(clang-analyzer-unix.Malloc): p is kept in E.objs, see above
   if (i == E.h->peak_op && !__atomic_exchange_n(&E.snap_done, 1, __ATOMIC_ACQ_REL)) snapshot();
 }
+#pragma GCC diagnostic pop
 
 static void *thread_main(void *arg)
 {
@@ -576,17 +613,24 @@ static void model_stream(struct tlb_sim *s4, struct tlb_sim *sa, const uint64_t 
 int cmd_engine(int argc, char **argv)
 {
   if (argc != 5) return 2;
-  int fd = atoi(argv[1]);
-  E.touch = atoi(argv[2]);
-  int serial = atoi(argv[3]);
-  double walk_ns = strtod(argv[4], NULL);
+  /* Arguments from replay_run: FD TOUCH SERIAL WALK_NS.  */
+  unsigned long long a_fd, a_touch, a_serial;
+  char *end;
+  double walk_ns = strtod(argv[4], &end);
+  if (parse_uint(argv[1], 0, INT_MAX, &a_fd) || parse_uint(argv[2], TOUCH_NONE, TOUCH_FULL, &a_touch)
+      || parse_uint(argv[3], 0, 1, &a_serial) || end == argv[4] || *end || !(walk_ns >= 0)) {
+    fprintf(stderr, "hpm engine: bad arguments\n");
+    return 2;
+  }
+  int fd = (int) a_fd, serial = (int) a_serial;
+  E.touch = (int) a_touch;
   off_t size = lseek(fd, 0, SEEK_END);
   if (size < (off_t) sizeof(struct img_hdr)) { fprintf(stderr, "hpm engine: bad image\n"); return 1; }
   const unsigned char *m = mmap(NULL, (size_t) size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
   if (m == MAP_FAILED) { perror("hpm engine: mmap"); return 1; }
-  close(fd);
+  (void) close(fd);   /* read-only, and mapped */
   E.h = (const struct img_hdr *) m;
-  if (memcmp(E.h->magic, IMG_MAGIC, 8) || E.h->total != (uint64_t) size) { fprintf(stderr, "hpm engine: bad image\n"); return 1; }
+  if (memcmp(E.h->magic, IMG_MAGIC, 8) != 0 || E.h->total != (uint64_t) size) { fprintf(stderr, "hpm engine: bad image\n"); return 1; }
   E.th = (const struct img_thread *) (m + E.h->off_threads);
   E.ops = (const struct rop *) (m + E.h->off_ops);
   E.serial = (const uint64_t *) (m + E.h->off_serial);
@@ -659,8 +703,8 @@ int cmd_engine(int argc, char **argv)
   const struct tlb_geom *g = &E.h->geom;
   double cyc4 = (double) w4 * g->walk_cycles + (double) (l1m4 - w4) * g->l2_hit_cycles;
   double cyca = (double) wa * g->walk_cycles + (double) (l1ma - wa) * g->l2_hit_cycles;
-  double cpu = (double) (r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) + (r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) * 1e-6
-             + (double) (r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) + (r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) * 1e-6;
+  double cpu = (double) (r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) + (double) (r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) * 1e-6
+             + (double) (r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) + (double) (r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) * 1e-6;
   const char *alloc = getenv("HPM_ENGINE_ALLOCATOR"), *tun = getenv("GLIBC_TUNABLES");
   printf("{\"allocator\":");
   json_str(stdout, alloc ? alloc : "glibc");
@@ -687,6 +731,7 @@ int cmd_engine(int argc, char **argv)
          (unsigned long long) acc, (unsigned long long) l1m4, (unsigned long long) w4,
          (unsigned long long) l1ma, (unsigned long long) wa, cyc4, cyca, walk_ns,
          walk_ns * (double) w4, walk_ns * (double) wa, walk_ns * (double) (w4 > wa ? w4 - wa : 0), (unsigned long long) E.failures);
-  fflush(stdout);
+  /* A short report is a failed replay (replay_run's caller parses it).  */
+  if (fflush(stdout) != 0 || ferror(stdout)) _exit(1);
   _exit(0);   /* no teardown of the replayed heap */
 }

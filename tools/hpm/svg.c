@@ -1,6 +1,7 @@
 /* hpm: minimal SVG charts (bars, lines), no dependencies.  MIT licence.  */
 #include "svg.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,6 +16,18 @@ static void esc(FILE *f, const char *s)
     else if (*s == '&') fputs("&amp;", f);
     else fputc(*s, f);
   }
+}
+
+/* Close F, written with unchecked stdio calls: a write error shows in the
+   stream's error flag or in fclose.  Returns 0, or -1 with errno set.  */
+static int finish(FILE *f)
+{
+  int bad = ferror(f);
+  if (fclose(f) != 0 || bad) {
+    if (bad && !errno) errno = EIO;
+    return -1;
+  }
+  return 0;
 }
 
 static void head(FILE *f, int w, int h, const char *title)
@@ -69,7 +82,7 @@ int svg_bars(const char *path, const char *title, const char *const *labels, int
     fputs("</text>\n", f);
   }
   fputs("</svg>\n", f);
-  return fclose(f);
+  return finish(f);
 }
 
 int svg_line(const char *path, const char *title, const double *x, const double *y, int n,
@@ -94,5 +107,5 @@ int svg_line(const char *path, const char *title, const double *x, const double 
   for (int i = 0; i < n; i++)
     fprintf(f, "%.1f,%.1f ", left + pw * x[i] / xmax, top + ph - ph * y[i] / ymax);
   fputs("\"/>\n</svg>\n", f);
-  return fclose(f);
+  return finish(f);
 }

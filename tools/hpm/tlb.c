@@ -5,6 +5,7 @@
 #include "hpm.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,7 +76,7 @@ static int tlb_decode(cpuid_fn cpuid, void *ctx, struct tlb_geom *g)
         g->l2 = (struct tlb_level) { entries, ways };
       }
     }
-    snprintf(g->name, sizeof g->name, "cpuid-intel");
+    (void) snprintf(g->name, sizeof g->name, "cpuid-intel");   /* fits */
   } else if (!strcmp(vendor, "AuthenticAMD") || !strcmp(vendor, "HygonGenuine")) {
     if (!cpuid(0x80000000, 0, r, ctx) || r[0] < 0x80000006) return -1;
     if (!cpuid(0x80000005, 0, r, ctx)) return -1;
@@ -88,7 +89,7 @@ static int tlb_decode(cpuid_fn cpuid, void *ctx, struct tlb_geom *g)
     unsigned code = e4 >= e2 ? r[1] >> 28 : r[0] >> 28, e = e4 >= e2 ? e4 : e2;
     g->l2 = (struct tlb_level) { e, amd_l2_assoc(code, e) };
     g->l2_hit_cycles = 7; g->walk_cycles = 35;
-    snprintf(g->name, sizeof g->name, "cpuid-amd");
+    (void) snprintf(g->name, sizeof g->name, "cpuid-amd");   /* fits */
   } else
     return -1;
   if (!g->l1_4k.entries || !g->l2.entries || !g->l1_4k.ways || !g->l2.ways) return -1;
@@ -122,15 +123,33 @@ static int cpuid_from_table(unsigned leaf, unsigned sub, unsigned r[4], void *ct
   return 0;
 }
 
+/* N hexadecimal numbers (at most 32 bits each) separated by blanks, then
+   nothing but blanks: 0, else -1.  */
+static int hex_fields(const char *s, unsigned *v, int n)
+{
+  for (int k = 0; k < n; k++) {
+    char *end;
+    while (*s == ' ' || *s == '\t') s++;
+    if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f') || (*s >= 'A' && *s <= 'F'))) return -1;
+    errno = 0;
+    unsigned long x = strtoul(s, &end, 16);
+    if (errno || x > UINT_MAX) return -1;
+    v[k] = (unsigned) x;
+    s = end;
+  }
+  while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r') s++;
+  return *s ? -1 : 0;
+}
+
 int cmd_tlbdecode(int argc, char **argv)
 {
   static struct cpuid_table t;
   FILE *f = argc == 2 ? fopen(argv[1], "r") : NULL;
   if (!f) { fprintf(stderr, "usage: hpm __tlbdecode FILE\n"); return 2; }
-  while (t.n < 64 && fscanf(f, "%x %x %x %x %x %x", &t.v[t.n][0], &t.v[t.n][1], &t.v[t.n][2],
-                            &t.v[t.n][3], &t.v[t.n][4], &t.v[t.n][5]) == 6)
+  char line[256];
+  while (t.n < 64 && fgets(line, sizeof line, f) && hex_fields(line, t.v[t.n], 6) == 0)
     t.n++;
-  fclose(f);
+  (void) fclose(f);   /* opened for reading: nothing to lose */
   struct tlb_geom g;
   if (tlb_decode(cpuid_from_table, &t, &g)) { fprintf(stderr, "hpm: no TLB geometry in %s\n", argv[1]); return 1; }
   printf("%s l1_4k=%u/%u l1_2m=%u/%u l2=%u/%u\n", g.name, g.l1_4k.entries, g.l1_4k.ways,
@@ -141,6 +160,31 @@ int cmd_tlbdecode(int argc, char **argv)
 static int valid_level(const struct tlb_level *l)
 {
   return l->entries && l->ways && l->ways <= l->entries && l->entries % l->ways == 0 && l->entries <= (1u << 20);
+}
+
+/* A decimal number in [0, UINT_MAX] at S (digits only): 0, else -1.
+   *END: after it.  */
+static int spec_uint(const char *s, unsigned *v, char **end)
+{
+  if (*s < '0' || *s > '9') return -1;
+  errno = 0;
+  unsigned long x = strtoul(s, end, 10);
+  if (errno || x > UINT_MAX) return -1;
+  *v = (unsigned) x;
+  return 0;
+}
+
+/* TOK is "KEY=X", or "KEY=X/Y" when Y is given: returns how many numbers
+   it holds (1 or 2), 0 if TOK is about another key, -1 if it is junk.  */
+static int spec_item(const char *tok, const char *key, unsigned *x, unsigned *y)
+{
+  size_t l = strlen(key);
+  char *end;
+  if (strncmp(tok, key, l) != 0 || tok[l] != '=') return 0;
+  if (spec_uint(tok + l + 1, x, &end)) return -1;
+  if (!y) return *end ? -1 : 1;
+  if (*end != '/' || spec_uint(end + 1, y, &end) || *end) return -1;
+  return 2;
 }
 
 /* SPEC: a preset name, "cpuid", "auto" (cpuid, else skylake), or
@@ -154,32 +198,37 @@ int tlb_geom_get(const char *spec, struct tlb_geom *g, char *err, size_t errlen)
   }
   if (!strcmp(spec, "cpuid")) {
     if (tlb_from_cpuid(g) == 0 && valid_level(&g->l1_4k) && valid_level(&g->l2) && valid_level(&g->l1_2m)) return 0;
-    snprintf(err, errlen, "this CPU does not report its TLB geometry (CPUID 0x18 or 0x80000005/6); use a preset");
+    (void) snprintf(err, errlen, "this CPU does not report its TLB geometry (CPUID 0x18 or 0x80000005/6); use a preset");
     return -1;
   }
   for (size_t i = 0; i < sizeof presets / sizeof *presets; i++)
     if (!strcmp(spec, presets[i].name)) { *g = presets[i]; return 0; }
   if (!strncmp(spec, "custom:", 7)) {
     *g = presets[0];
-    snprintf(g->name, sizeof g->name, "custom");
+    (void) snprintf(g->name, sizeof g->name, "custom");   /* fits */
     char buf[256];
-    snprintf(buf, sizeof buf, "%s", spec + 7);
+    int n = snprintf(buf, sizeof buf, "%s", spec + 7);
+    if (n < 0 || (size_t) n >= sizeof buf) {
+      (void) snprintf(err, errlen, "TLB spec too long");   /* a message: truncation is harmless */
+      return -1;
+    }
+    /* Messages below: truncation is harmless.  */
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
       unsigned x, y;
-      if (sscanf(tok, "l1=%u/%u", &x, &y) == 2) g->l1_4k = (struct tlb_level) { x, y };
-      else if (sscanf(tok, "l1h=%u/%u", &x, &y) == 2) g->l1_2m = (struct tlb_level) { x, y };
-      else if (sscanf(tok, "l2=%u/%u", &x, &y) == 2) g->l2 = (struct tlb_level) { x, y };
-      else if (sscanf(tok, "hit=%u", &x) == 1) g->l2_hit_cycles = x;
-      else if (sscanf(tok, "walk=%u", &x) == 1) g->walk_cycles = x;
-      else { snprintf(err, errlen, "bad TLB spec item '%s'", tok); return -1; }
+      if (spec_item(tok, "l1", &x, &y) == 2) g->l1_4k = (struct tlb_level) { x, y };
+      else if (spec_item(tok, "l1h", &x, &y) == 2) g->l1_2m = (struct tlb_level) { x, y };
+      else if (spec_item(tok, "l2", &x, &y) == 2) g->l2 = (struct tlb_level) { x, y };
+      else if (spec_item(tok, "hit", &x, NULL) == 1) g->l2_hit_cycles = x;
+      else if (spec_item(tok, "walk", &x, NULL) == 1) g->walk_cycles = x;
+      else { (void) snprintf(err, errlen, "bad TLB spec item '%s'", tok); return -1; }
     }
     if (!valid_level(&g->l1_4k) || !valid_level(&g->l1_2m) || !valid_level(&g->l2)) {
-      snprintf(err, errlen, "TLB levels need entries divisible by ways (at most 2^20 entries)");
+      (void) snprintf(err, errlen, "TLB levels need entries divisible by ways (at most 2^20 entries)");
       return -1;
     }
     return 0;
   }
-  snprintf(err, errlen, "unknown TLB model '%s' (presets: skylake golden-cove zen3 zen4 power9-radix power9-hash; cpuid; custom:...)", spec);
+  (void) snprintf(err, errlen, "unknown TLB model '%s' (presets: skylake golden-cove zen3 zen4 power9-radix power9-hash; cpuid; custom:...)", spec);
   return -1;
 }
 
@@ -262,10 +311,11 @@ static const char *cache_path(void)
   static char path[4096];
   const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
   if (getenv("HPM_TLBCOST_FILE")) return getenv("HPM_TLBCOST_FILE");
-  if (x && *x) snprintf(path, sizeof path, "%s/hpm/tlbcost", x);
-  else if (home && *home) snprintf(path, sizeof path, "%s/.cache/hpm/tlbcost", home);
+  int n;
+  if (x && *x) n = snprintf(path, sizeof path, "%s/hpm/tlbcost", x);
+  else if (home && *home) n = snprintf(path, sizeof path, "%s/.cache/hpm/tlbcost", home);
   else return NULL;
-  return path;
+  return n > 0 && (size_t) n < sizeof path ? path : NULL;   /* too long: no cache */
 }
 
 double tlbcost_cached_ns(void)
@@ -274,8 +324,14 @@ double tlbcost_cached_ns(void)
   FILE *f = p ? fopen(p, "r") : NULL;
   double v = 0;
   if (f) {
-    if (fscanf(f, "walk_ns %lf", &v) != 1 || !(v > 0 && v < 10000)) v = 0;
-    fclose(f);
+    char line[128];
+    if (fgets(line, sizeof line, f) && !strncmp(line, "walk_ns ", 8)) {
+      char *end;
+      v = strtod(line + 8, &end);
+      if (end == line + 8 || (*end && *end != '\n')) v = 0;
+    }
+    if (!(v > 0 && v < 10000)) v = 0;
+    (void) fclose(f);   /* opened for reading: nothing to lose */
   }
   return v;
 }
@@ -291,7 +347,7 @@ static uint64_t rng(void)
 static double chase(unsigned char *mem, size_t size, uint64_t reads)
 {
   size_t pages = size / 4096;
-  size_t *perm = malloc(pages * sizeof *perm);
+  size_t *perm = calloc(pages ? pages : 1, sizeof *perm);
   if (!perm || pages < 2) { free(perm); return -1; }
   for (size_t i = 0; i < pages; i++) perm[i] = i;
   for (size_t i = pages - 1; i > 0; i--) { size_t j = rng() % (i + 1), t = perm[i]; perm[i] = perm[j]; perm[j] = t; }
@@ -346,8 +402,9 @@ int cmd_tlbcost(int argc, char **argv)
   double last[3] = { 0, 0, 0 };
   for (uint64_t ws = 1u << 20; ws <= max; ws *= 2) {
     char lab[32];
-    if (ws >= (1u << 30)) snprintf(lab, sizeof lab, "%llu GiB", (unsigned long long) (ws >> 30));
-    else snprintf(lab, sizeof lab, "%llu MiB", (unsigned long long) (ws >> 20));
+    /* fits: at most 64 GiB */
+    if (ws >= (1u << 30)) (void) snprintf(lab, sizeof lab, "%llu GiB", (unsigned long long) (ws >> 30));
+    else (void) snprintf(lab, sizeof lab, "%llu MiB", (unsigned long long) (ws >> 20));
     printf("%-12s", lab);
     for (int k = 0; k < 3; k++) {
       progress("tlbcost: %s on %s", lab, names[k]);
@@ -357,7 +414,7 @@ int cmd_tlbcost(int argc, char **argv)
       else { printf(" %10.1f", v); last[k] = v; }
     }
     putchar('\n');
-    fflush(stdout);
+    (void) fflush(stdout);   /* show the row now; a write error is reported at exit (main) */
   }
   double huge = last[1] > 0 ? last[1] : last[2];
   double walk = last[0] > 0 && huge > 0 ? last[0] - huge : 0;
@@ -367,11 +424,17 @@ int cmd_tlbcost(int argc, char **argv)
   const char *cp = cache_path();
   if (save && cp && walk > 0) {
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s", cp);
+    (void) snprintf(dir, sizeof dir, "%s", cp);   /* fits: cache_path() is shorter than 4096 */
     for (char *s = dir + 1; *s; s++)
       if (*s == '/') { *s = 0; mkdir(dir, 0755); *s = '/'; }
     FILE *f = fopen(cp, "w");
-    if (f) { fprintf(f, "walk_ns %.2f\n", walk); fclose(f); printf("saved to %s\n", cp); }
+    int ok = 0;
+    if (f) {
+      fprintf(f, "walk_ns %.2f\n", walk);
+      ok = !ferror(f);
+      ok &= fclose(f) == 0;
+    }
+    if (ok) printf("saved to %s\n", cp);
     else fprintf(stderr, "hpm tlbcost: %s: %s\n", cp, strerror(errno));
   }
   for (int k = 0; k < 3; k++)

@@ -166,7 +166,7 @@ unsigned char *hpm_encode_header(unsigned char *p, const struct hpm_header *h)
 void hpm_encode_chunk_header(unsigned char *p, uint32_t thread, uint32_t nevents,
                              uint64_t base_ns, uint64_t base_id, uint32_t len)
 {
-  memcpy(p, HPM_CHUNK_MAGIC, 4);
+  memcpy(p, HPM_CHUNK_MAGIC, 4);   // NOLINT(bugprone-not-null-terminated-result): a 4-byte binary magic, not a string
   hpm_put_u32(p + 4, len);
   hpm_put_u32(p + 8, thread);
   hpm_put_u32(p + 12, nevents);
@@ -176,7 +176,7 @@ void hpm_encode_chunk_header(unsigned char *p, uint32_t thread, uint32_t nevents
 }
 
 /* --- reading ----------------------------------------------------------------- */
-struct cursor { const unsigned char *p, *end, *base; };
+struct cursor { const unsigned char *p, *end; };
 
 static int get_varint(struct cursor *c, uint64_t *v)
 {
@@ -202,7 +202,7 @@ static int fail(char *err, size_t errlen, uint64_t off, const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     if (n >= 0 && (size_t) n < errlen)
-      vsnprintf(err + n, errlen - (size_t) n, fmt, ap);
+      (void) vsnprintf(err + n, errlen - (size_t) n, fmt, ap);   /* a message: truncation is harmless */
     va_end(ap);
   }
   return -1;
@@ -223,7 +223,7 @@ static int read_header(const unsigned char *b, size_t len, struct hpm_header *h,
   const unsigned char *body = b + HPM_FILE_HDR;
   if (hpm_get_u32(body + blen) != hpm_crc32(body, blen))
     return fail(err, errlen, HPM_FILE_HDR + blen, "header checksum mismatch");
-  struct cursor c = { body, body + blen, b };
+  struct cursor c = { body, body + blen };
   uint64_t cl;
   h->version = b[8];
   if (get_varint(&c, &h->page_size) || get_varint(&c, &h->thp_mode)
@@ -258,7 +258,7 @@ static int decode_chunk(const unsigned char *file, const struct hpm_chunk_info *
                         struct hpm_event *ev, char *err, size_t errlen)
 {
   const unsigned char *pl = file + ci->offset + HPM_CHUNK_HDR;
-  struct cursor c = { pl, pl + ci->payload_len, file };
+  struct cursor c = { pl, pl + ci->payload_len };
   uint64_t t = ci->base_ns, last_id = ci->base_id;
   if (t > (UINT64_MAX >> 2))
     return fail(err, errlen, ci->offset, "chunk base time %llu past 2^62 ns", (unsigned long long) t);
@@ -394,7 +394,7 @@ int hpm_trace_read_buffer(const void *buf, size_t len, struct hpm_trace *tr,
     off += HPM_CHUNK_HDR + (uint64_t) plen;
   }
   if (tr->truncated)
-    snprintf(tr->warning, sizeof tr->warning,
+    (void) snprintf(tr->warning, sizeof tr->warning,   /* a message: truncation is harmless */
              "byte offset %llu: truncated trace: %llu trailing bytes of a partial chunk ignored",
              (unsigned long long) tr->truncated_at, (unsigned long long) (len - tr->truncated_at));
   /* Pass 2: events.  nev <= len / 2, so this allocation is bounded.  */
@@ -417,33 +417,34 @@ int hpm_trace_read_file(const char *path, struct hpm_trace *tr, char *err, size_
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0) {
-    snprintf(err, errlen, "%s: %s", path, strerror(errno));
-    if (fd >= 0) close(fd);
+    /* Messages here: truncation is harmless.  */
+    (void) snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    if (fd >= 0) (void) close(fd);   /* opened for reading */
     return -1;
   }
   if (!S_ISREG(st.st_mode)) {
-    snprintf(err, errlen, "%s: not a regular file", path);
-    close(fd);
+    (void) snprintf(err, errlen, "%s: not a regular file", path);
+    (void) close(fd);
     return -1;
   }
   size_t len = (size_t) st.st_size;
   const void *m = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : "";
-  close(fd);
+  (void) close(fd);   /* the mapping stays */
   if (m == MAP_FAILED) {
-    snprintf(err, errlen, "%s: mmap: %s", path, strerror(errno));
+    (void) snprintf(err, errlen, "%s: mmap: %s", path, strerror(errno));
     return -1;
   }
   int rc = hpm_trace_read_buffer(m, len, tr, msg, sizeof msg);
   if (len)
     munmap((void *) m, len);
   if (rc)
-    snprintf(err, errlen, "%s: %s", path, msg);
+    (void) snprintf(err, errlen, "%s: %s", path, msg);
   else if (tr->warning[0]) {
     char w[sizeof tr->warning];
     memcpy(w, tr->warning, sizeof w);
     int n = snprintf(tr->warning, sizeof tr->warning, "%.200s: ", path);
     if (n > 0 && (size_t) n < sizeof tr->warning)
-      snprintf(tr->warning + n, sizeof tr->warning - (size_t) n, "%s", w);
+      (void) snprintf(tr->warning + n, sizeof tr->warning - (size_t) n, "%s", w);
   }
   return rc;
 }

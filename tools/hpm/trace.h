@@ -102,7 +102,9 @@ static inline unsigned char *hpm_put_varint(unsigned char *p, uint64_t v)
   *p++ = (unsigned char) v;
   return p;
 }
-static inline uint64_t hpm_zigzag(int64_t v) { return ((uint64_t) v << 1) ^ (uint64_t) (v >> 63); }
+/* The sign as an all-ones or all-zeros mask without shifting a signed value
+   (implementation-defined for a negative one).  */
+static inline uint64_t hpm_zigzag(int64_t v) { return ((uint64_t) v << 1) ^ (0 - ((uint64_t) v >> 63)); }
 static inline int64_t hpm_unzigzag(uint64_t v) { return (int64_t) (v >> 1) ^ -(int64_t) (v & 1); }
 static inline void hpm_put_u32(unsigned char *p, uint32_t v)
 { for (int i = 0; i < 4; i++) p[i] = (unsigned char) (v >> (8 * i)); }

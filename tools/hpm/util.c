@@ -1,6 +1,7 @@
 /* hpm: small helpers (progress line, sizes, paths, JSON).  MIT licence.  */
 #include "hpm.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -21,20 +22,20 @@ void progress(const char *fmt, ...)
   va_start(ap, fmt);
   vfprintf(stderr, fmt, ap);
   va_end(ap);
-  fflush(stderr);
+  (void) fflush(stderr);   /* unbuffered; a progress line is best effort */
   progress_shown = 1;
 }
 
 void progress_done(void)
 {
-  if (progress_shown) { fputs("\r\033[K", stderr); fflush(stderr); progress_shown = 0; }
+  if (progress_shown) { fputs("\r\033[K", stderr); (void) fflush(stderr); progress_shown = 0; }   /* best effort */
 }
 
 double now_s(void)
 {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double) ts.tv_sec + ts.tv_nsec * 1e-9;
+  (void) clock_gettime(CLOCK_MONOTONIC, &ts);   /* cannot fail: CLOCK_MONOTONIC exists on Linux */
+  return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
 }
 
 /* "4096", "64K", "2M", "1G" (binary).  */
@@ -55,12 +56,37 @@ int parse_size(const char *s, uint64_t *out)
   return 0;
 }
 
+/* A decimal integer in [MIN, MAX]: digits only (no sign, no blanks, no
+   junk after them), no overflow.  */
+int parse_uint(const char *s, unsigned long long min, unsigned long long max, unsigned long long *out)
+{
+  if (!s || *s < '0' || *s > '9') return -1;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || *end || v < min || v > max) return -1;
+  *out = v;
+  return 0;
+}
+
+int parse_int_opt(const char *cmd, const char *opt, const char *s, int min, int max, int *out)
+{
+  unsigned long long v;
+  if (min < 0 || parse_uint(s, (unsigned long long) min, (unsigned long long) max, &v)) {
+    fprintf(stderr, "hpm %s: bad value for %s: '%s' (expected an integer from %d to %d)\n", cmd, opt,
+            s ? s : "", min, max);
+    return -1;
+  }
+  *out = (int) v;
+  return 0;
+}
+
 const char *self_dir(void)
 {
   static char dir[PATH_MAX];
   if (!dir[0]) {
     ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
-    if (n <= 0) { strcpy(dir, "."); return dir; }
+    if (n <= 0) { dir[0] = '.'; dir[1] = 0; return dir; }
     dir[n] = 0;
     char *slash = strrchr(dir, '/');
     if (slash) *slash = 0;
@@ -77,13 +103,13 @@ char *find_allocator(const char *name)
     { "mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", "/usr/lib/libmimalloc.so.2", NULL },
     { "tcmalloc", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", "/usr/lib/libtcmalloc_minimal.so.4", NULL },
   };
-  char buf[PATH_MAX + 32];
   if (!name || !strcmp(name, "glibc")) return NULL;
   if (!strcmp(name, "hpmalloc")) {
+    char buf[PATH_MAX + 32];
     const char *env = getenv("HPM_HPMALLOC");
     if (env && access(env, R_OK) == 0) return strdup(env);
-    snprintf(buf, sizeof buf, "%s/../lib/libhpmalloc.so", self_dir());
-    if (access(buf, R_OK) == 0) return realpath(buf, NULL);
+    int n = snprintf(buf, sizeof buf, "%s/../lib/libhpmalloc.so", self_dir());
+    if (n > 0 && (size_t) n < sizeof buf && access(buf, R_OK) == 0) return realpath(buf, NULL);
     const char *inst[] = { "/usr/local/lib/libhpmalloc.so", "/usr/lib/libhpmalloc.so" };
     for (int i = 0; i < 2; i++)
       if (access(inst[i], R_OK) == 0) return strdup(inst[i]);
@@ -114,7 +140,8 @@ void json_str(FILE *f, const char *s)
 int json_get_num(const char *json, const char *key, double *out)
 {
   char pat[128];
-  snprintf(pat, sizeof pat, "\"%s\":", key);
+  int n = snprintf(pat, sizeof pat, "\"%s\":", key);
+  if (n < 0 || (size_t) n >= sizeof pat) return -1;
   const char *p = strstr(json, pat);
   if (!p) return -1;
   p += strlen(pat);
