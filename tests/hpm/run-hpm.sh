@@ -67,7 +67,7 @@ check "xthread: producer/consumer in the free matrix" test "$(jget "$W/xt.json" 
 check "xthread: 3+ threads with start events" test "$(jget "$W/xt.json" 'int(d["threads"] >= 3 and d["ops"]["thread_start"] >= 3)')" = 1
 
 # Every way to end loses nothing (the main thread's last calls included).
-for how in _exit abort sigterm running; do
+for how in _exit abort sigterm running execv execl execle execlp; do
   (cd "$W" && T "$HPM" record -q -o end-$how.hpmt -- "$XT" 5000 $how >/dev/null 2>&1); rc=$?
   case $how in abort) want=134;; sigterm) want=143;; *) want=0;; esac
   check "end by $how: exit status $want passed on" test $rc -eq $want

@@ -157,6 +157,11 @@ int main(int argc, char **argv)
   fflush(stdout);
 
   if (!strcmp(end, "_exit")) _exit(0);
+  /* exec paths that do not go through execve's PLT entry */
+  if (!strcmp(end, "execv")) { char *av[] = { "true", NULL }; execv("/bin/true", av); return 1; }
+  if (!strcmp(end, "execl")) { execl("/bin/true", "true", (char *) NULL); return 1; }
+  if (!strcmp(end, "execle")) { char *ev[] = { NULL }; execle("/bin/true", "true", (char *) NULL, ev); return 1; }
+  if (!strcmp(end, "execlp")) { execlp("true", "true", (char *) NULL); return 1; }
   if (!strcmp(end, "abort")) abort();
   if (!strcmp(end, "sigterm")) { raise(SIGTERM); return 1; }
   if (!strcmp(end, "fork")) {

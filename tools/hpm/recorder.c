@@ -16,6 +16,7 @@
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -828,6 +829,80 @@ EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
   if (g_state != ST_READY) init();
   before_exec();
   return real.execvpe(file, argv, envp);
+}
+
+/* execv and the execl family reach the kernel inside libc without going
+   through the hooks above: hook them too, or an image that ends by one of
+   them would lose what its threads had buffered.  The variadic forms copy
+   their arguments into an array mapped for the purpose (any count).  */
+EXPORT int execv(const char *path, char *const argv[])
+{
+  return execve(path, argv, environ);
+}
+
+/* argv for execl/execle/execlp: arg0, the variadic strings up to NULL;
+   *envp gets the pointer after the NULL when want_env.  NULL on failure
+   (errno set).  Free with munmap(ret, *len).  */
+static char **collect_args(const char *arg0, va_list ap, int want_env, char *const **envp, size_t *len)
+{
+  va_list cp;
+  va_copy(cp, ap);
+  size_t n = 1;
+  while (va_arg(cp, const char *)) n++;
+  va_end(cp);
+  *len = (n + 1) * sizeof(char *);
+  char **argv = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (argv == MAP_FAILED) { errno = ENOMEM; return NULL; }
+  argv[0] = (char *) arg0;
+  for (size_t i = 1; i <= n; i++) argv[i] = va_arg(ap, char *);   /* the last is the NULL */
+  if (want_env) *envp = va_arg(ap, char *const *);
+  return argv;
+}
+
+/* An exec returned (it failed): free the array, keep its errno.  */
+static int exec_failed(int rc, char **argv, size_t len)
+{
+  int e = errno;
+  (void) munmap(argv, len);   /* nothing to do if this fails too */
+  errno = e;
+  return rc;
+}
+
+EXPORT int execl(const char *path, const char *arg, ...)
+{
+  va_list ap;
+  size_t len;
+  va_start(ap, arg);
+  char **argv = collect_args(arg, ap, 0, NULL, &len);
+  va_end(ap);
+  if (!argv) return -1;
+  int rc = execve(path, argv, environ);
+  return exec_failed(rc, argv, len);
+}
+
+EXPORT int execle(const char *path, const char *arg, ...)
+{
+  va_list ap;
+  size_t len;
+  char *const *envp = NULL;
+  va_start(ap, arg);
+  char **argv = collect_args(arg, ap, 1, &envp, &len);
+  va_end(ap);
+  if (!argv) return -1;
+  int rc = execve(path, argv, envp);
+  return exec_failed(rc, argv, len);
+}
+
+EXPORT int execlp(const char *file, const char *arg, ...)
+{
+  va_list ap;
+  size_t len;
+  va_start(ap, arg);
+  char **argv = collect_args(arg, ap, 0, NULL, &len);
+  va_end(ap);
+  if (!argv) return -1;
+  int rc = execvp(file, argv);
+  return exec_failed(rc, argv, len);
 }
 
 EXPORT void _exit(int status)
