@@ -156,8 +156,21 @@ T "$HPM" replay "$W/xt.hpmt" --tlb custom:l1=32/4,l1h=16/4,l2=512/8,walk=40 --js
 check "custom TLB geometry" test $? -eq 0
 T "$HPM" replay "$W/xt.hpmt" --tlb nosuch >/dev/null 2>&1
 check "unknown TLB preset fails" test $? -ne 0
-check "CPUID leaf 0x18 decoding (Intel, fixture)" test "$(T "$HPM" __tlbdecode "$ROOT/tests/hpm/cpuid/intel-golden-cove.txt")" = "cpuid-intel l1_4k=96/6 l1_2m=32/4 l2=2048/16"
-check "CPUID 0x80000005/6 decoding (AMD, fixture)" test "$(T "$HPM" __tlbdecode "$ROOT/tests/hpm/cpuid/amd-zen3.txt")" = "cpuid-amd l1_4k=64/64 l1_2m=64/64 l2=2048/16"
+check "CPUID leaf 0x18 decoding (Intel, fixture)" test "$(T "$HPM" __tlbdecode "$ROOT/tests/hpm/cpuid/intel-golden-cove.txt")" = "cpuid-intel l1_4k=96/6 l1_2m=32/4 l2=2048/16 l1_1g=0/0 l2_1g=0/0"
+check "CPUID 0x80000005/6 decoding (AMD, fixture)" test "$(T "$HPM" __tlbdecode "$ROOT/tests/hpm/cpuid/amd-zen3.txt")" = "cpuid-amd l1_4k=64/64 l1_2m=64/64 l2=2048/16 l1_1g=0/0 l2_1g=0/0"
+check "CPUID leaf 0x18 1G subleaves (Intel, fixture)" test "$(T "$HPM" __tlbdecode "$ROOT/tests/hpm/cpuid/intel-1g.txt")" = "cpuid-intel l1_4k=96/6 l1_2m=32/4 l2=2048/16 l1_1g=8/8 l2_1g=1024/8"
+check "CPUID 0x80000019 1G TLB (AMD, fixture)" test "$(T "$HPM" __tlbdecode "$ROOT/tests/hpm/cpuid/amd-zen4.txt")" = "cpuid-amd l1_4k=72/72 l1_2m=72/72 l2=3072/48 l1_1g=72/72 l2_1g=64/8"
+# 8 x 1 GiB pages, 3 rounds: skylake's 4-entry 1G L1 misses every time, its
+# 16-entry 1G STLB keeps all 8 (cold walks only); without 1G levels
+# (power9-radix, custom l1g=0/0) they go through the 2M structures.
+check "TLB model: 1G pages in the 1G L1 and STLB (skylake)" test "$(T "$HPM" __tlbsim skylake 2 8 3)" = "accesses=24 l1_misses=24 walks=8"
+check "TLB model: 1G pages by shift 30 as by size class 2" test "$(T "$HPM" __tlbsim skylake 30 8 3)" = "accesses=24 l1_misses=24 walks=8"
+check "TLB model: 20 1G pages overflow skylake's 16-entry 4-way 1G STLB" test "$(T "$HPM" __tlbsim skylake 2 20 3)" = "accesses=60 l1_misses=60 walks=60"
+check "TLB model: 1G pages in zen3's 64-entry L1" test "$(T "$HPM" __tlbsim zen3 2 8 3)" = "accesses=24 l1_misses=8 walks=8"
+check "TLB model: no 1G levels, 1G pages as 2M (power9-radix)" test "$(T "$HPM" __tlbsim power9-radix 2 8 3)" = "$(T "$HPM" __tlbsim power9-radix 1 8 3)"
+check "TLB model: custom l1g=0/0,l2g=0/0 splinters 1G pages" test "$(T "$HPM" __tlbsim custom:l1g=0/0,l2g=0/0 2 8 3)" = "accesses=24 l1_misses=24 walks=8"
+T "$HPM" __tlbsim custom:l1g=3/2 2 8 3 >/dev/null 2>&1
+check "custom 1G level with entries not divisible by ways fails" test $? -ne 0
 T "$HPM" replay "$W/xt.hpmt" --allocator /nonexistent.so >/dev/null 2>&1
 check "missing allocator fails" test $? -ne 0
 THP=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)

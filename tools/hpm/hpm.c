@@ -228,6 +228,7 @@ int main(int argc, char **argv)
     { "record", cmd_record }, { "replay", cmd_replay }, { "compare", cmd_compare },
     { "analyze", cmd_analyze }, { "tune", cmd_tune }, { "tlbcost", cmd_tlbcost },
     { "dump", cmd_dump }, { "reencode", cmd_reencode }, { "__engine", cmd_engine }, { "__tlbdecode", cmd_tlbdecode },
+    { "__tlbsim", cmd_tlbsim },
   };
   if (argc < 2 || is_help(argv[1])) {
     fputs(usage, argc < 2 ? stderr : stdout);

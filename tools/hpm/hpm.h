@@ -83,6 +83,7 @@ int cmd_tlbcost(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_reencode(int argc, char **argv);
 int cmd_tlbdecode(int argc, char **argv);
+int cmd_tlbsim(int argc, char **argv);
 
 /* TLB model (tlb.c).  */
 struct tlb_level { unsigned entries, ways; };
@@ -90,12 +91,19 @@ struct tlb_geom {
   char name[32];
   struct tlb_level l1_4k, l1_2m, l2;    /* l2: shared 4K/2M STLB */
   unsigned l2_hit_cycles, walk_cycles;  /* cost of an L1 miss hitting L2, of a page walk */
+  /* 1 GiB pages: an L1 dTLB and an L2 level of their own; 0 entries = none
+     (l1_1g none: 1G pages go through the 2M structures, as CPUs without
+     1G entries splinter them; l2_1g none: an L1 1G miss looks the 2M
+     splinter up in the shared l2).  */
+  struct tlb_level l1_1g, l2_1g;
 };
 int tlb_geom_get(const char *spec, struct tlb_geom *g, char *err, size_t errlen);
 void tlb_geom_list(FILE *f);
 struct tlb_sim;
 struct tlb_sim *tlb_sim_new(const struct tlb_geom *g);
-void tlb_sim_access(struct tlb_sim *s, uint64_t addr, int huge);
+/* PAGE: 0 = 4 KiB, 1 = 2 MiB, 2 = 1 GiB, or a page shift (>= 12: below 21
+   is 4K, below 30 is 2M, else 1G).  */
+void tlb_sim_access(struct tlb_sim *s, uint64_t addr, int page);
 void tlb_sim_counts(const struct tlb_sim *s, uint64_t *accesses, uint64_t *l1_misses, uint64_t *walks);
 void tlb_sim_free(struct tlb_sim *s);
 double tlbcost_cached_ns(void);         /* measured walk cost, or 0 */

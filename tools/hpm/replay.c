@@ -53,8 +53,9 @@ static const char usage[] =
   "the page sizes that backed each address.  --json prints one object (keys\n"
   "include wall_s, cpu_s, ns_p50, ns_p99, minor_faults, peak_rss_kb,\n"
   "peak_live_bytes, hugepage_coverage, tlb_misses, tlb_misses_4k, ops).\n"
-  "--tlb: auto (default: CPUID leaf 0x18 or 0x80000005/6, else skylake), cpuid,\n"
-  "a preset, or custom:l1=ENTRIES/WAYS,l1h=E/W,l2=E/W,hit=CYCLES,walk=CYCLES.\n"
+  "--tlb: auto (default: CPUID leaf 0x18 or 0x80000005/6/19, else skylake),\n"
+  "cpuid, a preset, or custom:l1=ENTRIES/WAYS,l1h=E/W,l2=E/W,hit=CYCLES,walk=CYCLES\n"
+  "[,l1g=E/W,l2g=E/W] (1 GiB levels; 0/0: none, 1 GiB pages then use the 2M ones).\n"
   "With a `hpm tlbcost` result the modelled walks saved are also given in ns.\n"
   "TLB presets:\n";
 
@@ -284,7 +285,7 @@ int cmd_replay(int argc, char **argv)
 #define OBJ_FREED ((void *) 2)
 #define OBJ_NULL  ((void *) 1)
 
-struct vma { uint64_t start, end, rss_kb, huge_kb; int live; };
+struct vma { uint64_t start, end, rss_kb, huge_kb, kps_kb; int live; };   /* kps_kb: KernelPageSize */
 #define MAX_VMAS 65536
 #define MAX_HUGE_REGIONS (1u << 20)
 
@@ -303,7 +304,7 @@ static struct {
   int snap_done;
   uint64_t rss_at_peak_kb, anon_huge_kb, heap_rss_kb, heap_huge_kb, live_on_huge, live_total;
   struct vma *vmas; size_t nvmas;
-  uint64_t *huge; size_t nhuge;     /* sorted 2 MiB region bases backed by huge pages */
+  uint64_t *huge; size_t nhuge;     /* sorted 2 MiB region numbers backed by huge pages, << 1 | on a 1 GiB page */
   int pagemap_ok;
 } E;
 
@@ -373,11 +374,12 @@ static void read_smaps(void)
           && vma_range(line, &a, &b)) {
         if (E.nvmas < MAX_VMAS) {
           cur = &E.vmas[E.nvmas++];
-          *cur = (struct vma) { a, b, 0, 0, 0 };
+          *cur = (struct vma) { a, b, 0, 0, 0, 0 };
         } else cur = NULL;
       } else if (cur) {
         unsigned long long v;
         if (kb_field(line, "Rss:", &v)) cur->rss_kb = v;
+        else if (kb_field(line, "KernelPageSize:", &v)) cur->kps_kb = v;
         else if (kb_field(line, "AnonHugePages:", &v)) {
           cur->huge_kb += v; E.anon_huge_kb += v;
         } else if (kb_field(line, "Private_Hugetlb:", &v) || kb_field(line, "Shared_Hugetlb:", &v)) {
@@ -406,14 +408,16 @@ static struct vma *vma_of(uint64_t a)
   return NULL;
 }
 
+/* The page size backing A at the peak, as tlb_sim_access takes it: 0 (4 KiB),
+   1 (2 MiB) or 2 (1 GiB hugetlb).  */
 static int region_huge(uint64_t a)
 {
   uint64_t r = a >> HUGE_SHIFT;
   size_t lo = 0, hi = E.nhuge;
   while (lo < hi) {
     size_t m = (lo + hi) / 2;
-    if (E.huge[m] == r) return 1;
-    if (E.huge[m] < r) lo = m + 1; else hi = m;
+    if (E.huge[m] >> 1 == r) return E.huge[m] & 1 ? 2 : 1;
+    if (E.huge[m] >> 1 < r) lo = m + 1; else hi = m;
   }
   return 0;
 }
@@ -459,7 +463,8 @@ static void snapshot(void)
         if (huge == 0 && a + (1u << 20) < v->end) huge = page_is_huge(pm, kf, a + (1u << 20));
       }
       if (huge < 0) { E.pagemap_ok = 0; huge = v->rss_kb && v->huge_kb * 10 >= v->rss_kb * 9; }
-      if (huge && (!E.nhuge || E.huge[E.nhuge - 1] != r)) E.huge[E.nhuge++] = r;
+      /* A hugetlb mapping of 1 GiB pages (smaps KernelPageSize: 1048576 kB).  */
+      if (huge && (!E.nhuge || E.huge[E.nhuge - 1] >> 1 != r)) E.huge[E.nhuge++] = r << 1 | (v->kps_kb == 1048576);
     }
   }
   if (pm >= 0) close(pm);

@@ -17,14 +17,27 @@
 #endif
 
 /* Published figures, rounded; walk_cycles are typical page-walk latencies
-   when the page-table entries hit in the data caches.  */
+   when the page-table entries hit in the data caches.  The last two levels
+   are the 1 GiB L1 dTLB and L2 (0 = none, see hpm.h):
+   - skylake: Skylake client (Intel optimization manual): L1 dTLB 4 x 1G,
+     4-way; STLB 16 x 1G, 4-way, apart from the 4K/2M entries.
+   - golden-cove: approximate (Alder Lake P-core figures as published):
+     L1 dTLB 8 x 1G fully associative; STLB 1024 x 1G, 8-way.
+   - zen3, zen4: L1 dTLB fully associative for all sizes, 1G included
+     (64 / 72 entries).  Their L2 DTLB keeps 1G translations in its shared
+     4K/2M entries (zen3: smashed to 2M; approximate for zen4), modelled as
+     2M splinters in the shared l2 (l2_1g none); `--tlb cpuid` takes the
+     CPU's own 0x80000019 figures instead.
+   - power9: no 1G levels; POWER9's 1G radix pages go through the 2M
+     structures like its 16 MiB hash pages (the preset's figures are for
+     its ERAT/TLB in general, without per-size 1G data).  */
 static const struct tlb_geom presets[] = {
-  { "skylake",      { 64, 4 },  { 32, 4 },  { 1536, 12 }, 9, 30 },
-  { "golden-cove",  { 96, 6 },  { 32, 4 },  { 2048, 16 }, 8, 30 },
-  { "zen3",         { 64, 64 }, { 64, 64 }, { 2048, 16 }, 7, 35 },
-  { "zen4",         { 72, 72 }, { 72, 72 }, { 3072, 24 }, 7, 35 },
-  { "power9-radix", { 64, 64 }, { 64, 64 }, { 1024, 4 },  10, 60 },
-  { "power9-hash",  { 64, 64 }, { 64, 64 }, { 1024, 4 },  10, 120 },
+  { "skylake",      { 64, 4 },  { 32, 4 },  { 1536, 12 }, 9, 30,  { 4, 4 },   { 16, 4 } },
+  { "golden-cove",  { 96, 6 },  { 32, 4 },  { 2048, 16 }, 8, 30,  { 8, 8 },   { 1024, 8 } },
+  { "zen3",         { 64, 64 }, { 64, 64 }, { 2048, 16 }, 7, 35,  { 64, 64 }, { 0, 0 } },
+  { "zen4",         { 72, 72 }, { 72, 72 }, { 3072, 24 }, 7, 35,  { 72, 72 }, { 0, 0 } },
+  { "power9-radix", { 64, 64 }, { 64, 64 }, { 1024, 4 },  10, 60,  { 0, 0 },  { 0, 0 } },
+  { "power9-hash",  { 64, 64 }, { 64, 64 }, { 1024, 4 },  10, 120, { 0, 0 },  { 0, 0 } },
 };
 
 void tlb_geom_list(FILE *f)
@@ -34,6 +47,9 @@ void tlb_geom_list(FILE *f)
     fprintf(f, "  %-13s L1 4K %u/%u-way, L1 2M %u/%u-way, L2 %u/%u-way, L2 hit %u cycles, walk %u cycles\n",
             g->name, g->l1_4k.entries, g->l1_4k.ways, g->l1_2m.entries, g->l1_2m.ways,
             g->l2.entries, g->l2.ways, g->l2_hit_cycles, g->walk_cycles);
+    fprintf(f, "  %-13s L1 1G %u/%u-way, L2 1G %u/%u-way%s\n", "", g->l1_1g.entries, g->l1_1g.ways,
+            g->l2_1g.entries, g->l2_1g.ways,
+            !g->l1_1g.entries ? " (1G as 2M)" : !g->l2_1g.entries ? " (L2: 1G as 2M in the shared L2)" : "");
   }
 }
 
@@ -47,6 +63,7 @@ static unsigned amd_l2_assoc(unsigned code, unsigned entries)
 /* Decode the TLB leaves.  CPUID(leaf, subleaf, regs) returns 0 if the leaf
    is not available; it is the instruction on x86, a table in tests.  */
 typedef int (*cpuid_fn)(unsigned leaf, unsigned sub, unsigned r[4], void *ctx);
+static int valid_level(const struct tlb_level *l);
 
 static int tlb_decode(cpuid_fn cpuid, void *ctx, struct tlb_geom *g)
 {
@@ -69,16 +86,20 @@ static int tlb_decode(cpuid_fn cpuid, void *ctx, struct tlb_geom *g)
       if (d & 0x100) { ways = ways * sets; sets = 1; }     /* fully associative */
       unsigned entries = ways * sets;
       if (!entries) continue;
+      /* EBX page sizes: bit 0 4K, 1 2M, 2 4M, 3 1G.  */
       if (level == 1) {
         if ((b & 1) && entries > g->l1_4k.entries) g->l1_4k = (struct tlb_level) { entries, ways };
         if ((b & 2) && entries > g->l1_2m.entries) g->l1_2m = (struct tlb_level) { entries, ways };
-      } else if (level == 2 && (b & 1) && entries > g->l2.entries) {
-        g->l2 = (struct tlb_level) { entries, ways };
+        if ((b & 8) && entries > g->l1_1g.entries) g->l1_1g = (struct tlb_level) { entries, ways };
+      } else if (level == 2) {
+        if ((b & 1) && entries > g->l2.entries) g->l2 = (struct tlb_level) { entries, ways };
+        if ((b & 8) && entries > g->l2_1g.entries) g->l2_1g = (struct tlb_level) { entries, ways };
       }
     }
     (void) snprintf(g->name, sizeof g->name, "cpuid-intel");   /* fits */
   } else if (!strcmp(vendor, "AuthenticAMD") || !strcmp(vendor, "HygonGenuine")) {
     if (!cpuid(0x80000000, 0, r, ctx) || r[0] < 0x80000006) return -1;
+    unsigned maxext = r[0];
     if (!cpuid(0x80000005, 0, r, ctx)) return -1;
     g->l1_2m = (struct tlb_level) { (r[0] >> 16) & 0xFF, (r[0] >> 24) & 0xFF };
     g->l1_4k = (struct tlb_level) { (r[1] >> 16) & 0xFF, (r[1] >> 24) & 0xFF };
@@ -88,12 +109,23 @@ static int tlb_decode(cpuid_fn cpuid, void *ctx, struct tlb_geom *g)
     unsigned e4 = (r[1] >> 16) & 0xFFF, e2 = (r[0] >> 16) & 0xFFF;
     unsigned code = e4 >= e2 ? r[1] >> 28 : r[0] >> 28, e = e4 >= e2 ? e4 : e2;
     g->l2 = (struct tlb_level) { e, amd_l2_assoc(code, e) };
+    /* 0x80000019: EAX 31:28/27:16 L1 dTLB 1G assoc/entries, EBX the same
+       for the L2 dTLB (the L2-style associativity code for both).  */
+    if (maxext >= 0x80000019 && cpuid(0x80000019, 0, r, ctx)) {
+      unsigned e1 = (r[0] >> 16) & 0xFFF, e2g = (r[1] >> 16) & 0xFFF;
+      g->l1_1g = (struct tlb_level) { e1, amd_l2_assoc(r[0] >> 28, e1) };
+      g->l2_1g = (struct tlb_level) { e2g, amd_l2_assoc(r[1] >> 28, e2g) };
+    }
     g->l2_hit_cycles = 7; g->walk_cycles = 35;
     (void) snprintf(g->name, sizeof g->name, "cpuid-amd");   /* fits */
   } else
     return -1;
   if (!g->l1_4k.entries || !g->l2.entries || !g->l1_4k.ways || !g->l2.ways) return -1;
   if (!g->l1_2m.entries || !g->l1_2m.ways) g->l1_2m = (struct tlb_level) { 32, 4 };
+  /* A 1G level the model cannot take (say 48 entries, 32-way) is dropped,
+     not the whole geometry: 1G pages then take the 2M path.  */
+  if (!valid_level(&g->l1_1g)) g->l1_1g = (struct tlb_level) { 0, 0 };
+  if (!valid_level(&g->l2_1g)) g->l2_1g = (struct tlb_level) { 0, 0 };
   return 0;
 }
 
@@ -119,7 +151,7 @@ static int cpuid_from_table(unsigned leaf, unsigned sub, unsigned r[4], void *ct
   const struct cpuid_table *t = ctx;
   for (unsigned i = 0; i < t->n; i++)
     if (t->v[i][0] == leaf && t->v[i][1] == sub) { memcpy(r, &t->v[i][2], 4 * sizeof *r); return 1; }
-  if (leaf == 0x18 || leaf == 0x80000005 || leaf == 0x80000006) { memset(r, 0, 4 * sizeof *r); return 1; }
+  if (leaf == 0x18 || leaf == 0x80000005 || leaf == 0x80000006 || leaf == 0x80000019) { memset(r, 0, 4 * sizeof *r); return 1; }
   return 0;
 }
 
@@ -152,14 +184,55 @@ int cmd_tlbdecode(int argc, char **argv)
   (void) fclose(f);   /* opened for reading: nothing to lose */
   struct tlb_geom g;
   if (tlb_decode(cpuid_from_table, &t, &g)) { fprintf(stderr, "hpm: no TLB geometry in %s\n", argv[1]); return 1; }
-  printf("%s l1_4k=%u/%u l1_2m=%u/%u l2=%u/%u\n", g.name, g.l1_4k.entries, g.l1_4k.ways,
-         g.l1_2m.entries, g.l1_2m.ways, g.l2.entries, g.l2.ways);
+  printf("%s l1_4k=%u/%u l1_2m=%u/%u l2=%u/%u l1_1g=%u/%u l2_1g=%u/%u\n", g.name, g.l1_4k.entries, g.l1_4k.ways,
+         g.l1_2m.entries, g.l1_2m.ways, g.l2.entries, g.l2.ways,
+         g.l1_1g.entries, g.l1_1g.ways, g.l2_1g.entries, g.l2_1g.ways);
+  return 0;
+}
+
+/* Tests: `hpm __tlbsim SPEC PAGE NPAGES ROUNDS` touches NPAGES pages of size
+   PAGE (0 4K, 1 2M, 2 1G, or a shift) in order, ROUNDS times, through the
+   model of SPEC (as --tlb) and prints "accesses=A l1_misses=M walks=W".  */
+int cmd_tlbsim(int argc, char **argv)
+{
+  struct tlb_geom g;
+  char err[256];
+  unsigned long long page, npages, rounds;
+  if (argc != 5 || parse_uint(argv[2], 0, 40, &page) || (page > 2 && page < 12)
+      || parse_uint(argv[3], 1, 1u << 20, &npages) || parse_uint(argv[4], 1, 1000, &rounds)) {
+    fprintf(stderr, "usage: hpm __tlbsim SPEC PAGE NPAGES ROUNDS\n");
+    return 2;
+  }
+  if (tlb_geom_get(argv[1], &g, err, sizeof err)) { fprintf(stderr, "hpm: %s\n", err); return 2; }
+  struct tlb_sim *s = tlb_sim_new(&g);
+  if (!s) { fprintf(stderr, "hpm: out of memory\n"); return 1; }
+  unsigned shift = page >= 12 ? (unsigned) page : page == 2 ? 30 : page == 1 ? 21 : 12;
+  for (unsigned long long r = 0; r < rounds; r++)
+    for (unsigned long long i = 0; i < npages; i++)
+      tlb_sim_access(s, (1ull << 40) + (i << shift), (int) page);
+  uint64_t acc, l1m, walks;
+  tlb_sim_counts(s, &acc, &l1m, &walks);
+  tlb_sim_free(s);
+  printf("accesses=%llu l1_misses=%llu walks=%llu\n", (unsigned long long) acc, (unsigned long long) l1m,
+         (unsigned long long) walks);
   return 0;
 }
 
 static int valid_level(const struct tlb_level *l)
 {
   return l->entries && l->ways && l->ways <= l->entries && l->entries % l->ways == 0 && l->entries <= (1u << 20);
+}
+
+/* A 1G level: valid, or none (0 entries).  */
+static int valid_opt_level(const struct tlb_level *l)
+{
+  return l->entries == 0 || valid_level(l);
+}
+
+static int valid_geom(const struct tlb_geom *g)
+{
+  return valid_level(&g->l1_4k) && valid_level(&g->l2) && valid_level(&g->l1_2m)
+         && valid_opt_level(&g->l1_1g) && valid_opt_level(&g->l2_1g);
 }
 
 /* A decimal number in [0, UINT_MAX] at S (digits only): 0, else -1.
@@ -188,17 +261,18 @@ static int spec_item(const char *tok, const char *key, unsigned *x, unsigned *y)
 }
 
 /* SPEC: a preset name, "cpuid", "auto" (cpuid, else skylake), or
-   "custom:l1=64/4,l1h=32/4,l2=1536/12,hit=9,walk=30".  */
+   "custom:l1=64/4,l1h=32/4,l2=1536/12,hit=9,walk=30[,l1g=4/4,l2g=16/4]"
+   (l1g/l2g: the 1 GiB levels, 0/0 for none; default the skylake preset's).  */
 int tlb_geom_get(const char *spec, struct tlb_geom *g, char *err, size_t errlen)
 {
   if (!spec || !strcmp(spec, "auto")) {
-    if (tlb_from_cpuid(g) == 0 && valid_level(&g->l1_4k) && valid_level(&g->l2) && valid_level(&g->l1_2m)) return 0;
+    if (tlb_from_cpuid(g) == 0 && valid_geom(g)) return 0;
     *g = presets[0];
     return 0;
   }
   if (!strcmp(spec, "cpuid")) {
-    if (tlb_from_cpuid(g) == 0 && valid_level(&g->l1_4k) && valid_level(&g->l2) && valid_level(&g->l1_2m)) return 0;
-    (void) snprintf(err, errlen, "this CPU does not report its TLB geometry (CPUID 0x18 or 0x80000005/6); use a preset");
+    if (tlb_from_cpuid(g) == 0 && valid_geom(g)) return 0;
+    (void) snprintf(err, errlen, "this CPU does not report its TLB geometry (CPUID 0x18 or 0x80000005/6/19); use a preset");
     return -1;
   }
   for (size_t i = 0; i < sizeof presets / sizeof *presets; i++)
@@ -218,12 +292,14 @@ int tlb_geom_get(const char *spec, struct tlb_geom *g, char *err, size_t errlen)
       if (spec_item(tok, "l1", &x, &y) == 2) g->l1_4k = (struct tlb_level) { x, y };
       else if (spec_item(tok, "l1h", &x, &y) == 2) g->l1_2m = (struct tlb_level) { x, y };
       else if (spec_item(tok, "l2", &x, &y) == 2) g->l2 = (struct tlb_level) { x, y };
+      else if (spec_item(tok, "l1g", &x, &y) == 2) g->l1_1g = (struct tlb_level) { x, y };
+      else if (spec_item(tok, "l2g", &x, &y) == 2) g->l2_1g = (struct tlb_level) { x, y };
       else if (spec_item(tok, "hit", &x, NULL) == 1) g->l2_hit_cycles = x;
       else if (spec_item(tok, "walk", &x, NULL) == 1) g->walk_cycles = x;
       else { (void) snprintf(err, errlen, "bad TLB spec item '%s'", tok); return -1; }
     }
-    if (!valid_level(&g->l1_4k) || !valid_level(&g->l1_2m) || !valid_level(&g->l2)) {
-      (void) snprintf(err, errlen, "TLB levels need entries divisible by ways (at most 2^20 entries)");
+    if (!valid_geom(g)) {
+      (void) snprintf(err, errlen, "TLB levels need entries divisible by ways (at most 2^20 entries; l1g/l2g may be 0/0)");
       return -1;
     }
     return 0;
@@ -235,12 +311,13 @@ int tlb_geom_get(const char *spec, struct tlb_geom *g, char *err, size_t errlen)
 /* --- simulation ---------------------------------------------------------------- */
 struct tlb_set_arr { unsigned sets, ways; uint64_t *tag, *age; };
 struct tlb_sim {
-  struct tlb_set_arr l1[2], l2;
+  struct tlb_set_arr l1[3], l2, l2g;   /* l1[2], l2g: 1 GiB; sets 0 = none */
   uint64_t clock, accesses, l1_misses, walks;
 };
 
 static int arr_init(struct tlb_set_arr *a, const struct tlb_level *l)
 {
+  if (!l->entries || !l->ways) { a->sets = a->ways = 0; return 0; }   /* none (1G levels) */
   a->ways = l->ways;
   a->sets = l->entries / l->ways;
   a->tag = calloc(l->entries, sizeof *a->tag);
@@ -248,10 +325,12 @@ static int arr_init(struct tlb_set_arr *a, const struct tlb_level *l)
   return a->tag && a->age ? 0 : -1;
 }
 
-/* Look KEY (non-zero) up; insert on a miss (LRU).  1 on a hit.  */
+/* Look KEY (non-zero) up; insert on a miss (LRU).  1 on a hit; a level
+   with no entries (callers avoid it) always misses.  */
 static int arr_access(struct tlb_set_arr *a, uint64_t key, uint64_t now)
 {
-  size_t base = (size_t) ((key >> 1) % a->sets) * a->ways, victim = base;
+  if (!a->sets) return 0;
+  size_t base = (size_t) ((key >> 2) % a->sets) * a->ways, victim = base;
   for (size_t i = base; i < base + a->ways; i++) {
     if (a->tag[i] == key) { a->age[i] = now; return 1; }
     if (a->age[i] < a->age[victim]) victim = i;
@@ -265,21 +344,38 @@ struct tlb_sim *tlb_sim_new(const struct tlb_geom *g)
 {
   struct tlb_sim *s = calloc(1, sizeof *s);
   if (!s) return NULL;
-  if (arr_init(&s->l1[0], &g->l1_4k) || arr_init(&s->l1[1], &g->l1_2m) || arr_init(&s->l2, &g->l2)) {
+  if (arr_init(&s->l1[0], &g->l1_4k) || arr_init(&s->l1[1], &g->l1_2m) || arr_init(&s->l2, &g->l2)
+      || arr_init(&s->l1[2], &g->l1_1g) || arr_init(&s->l2g, &g->l2_1g)) {
     tlb_sim_free(s);
     return NULL;
   }
   return s;
 }
 
-void tlb_sim_access(struct tlb_sim *s, uint64_t addr, int huge)
+/* Keys: (page number << 2 | size class) + 4, never 0; the set index is the
+   page number (key >> 2, less one), as it was with 4K/2M only.  */
+static uint64_t page_key(uint64_t addr, int cls)
 {
-  uint64_t key = ((huge ? addr >> 21 : addr >> 12) << 1 | (huge ? 1 : 0)) + 2;
+  static const unsigned shift[3] = { 12, 21, 30 };
+  return ((addr >> shift[cls]) << 2 | (uint64_t) cls) + 4;
+}
+
+void tlb_sim_access(struct tlb_sim *s, uint64_t addr, int page)
+{
+  int cls = page >= 30 ? 2 : page >= 21 ? 1 : page >= 12 ? 0 : page == 1 || page == 2 ? page : 0;
+  /* Without 1G L1 entries a 1G page is modelled with the 2M structures, as
+     CPUs without 1G TLB entries splinter it.  */
+  if (cls == 2 && !s->l1[2].sets) cls = 1;
+  uint64_t key = page_key(addr, cls);
   s->accesses++;
   s->clock++;
-  if (arr_access(&s->l1[huge ? 1 : 0], key, s->clock)) return;
+  if (arr_access(&s->l1[cls], key, s->clock)) return;
   s->l1_misses++;
-  if (!arr_access(&s->l2, key, s->clock)) s->walks++;
+  int hit;
+  if (cls != 2) hit = arr_access(&s->l2, key, s->clock);
+  else if (s->l2g.sets) hit = arr_access(&s->l2g, key, s->clock);
+  else hit = arr_access(&s->l2, page_key(addr, 1), s->clock);   /* no 1G L2: the 2M splinter in the shared L2 */
+  if (!hit) s->walks++;
 }
 
 void tlb_sim_counts(const struct tlb_sim *s, uint64_t *acc, uint64_t *l1m, uint64_t *walks)
@@ -290,8 +386,9 @@ void tlb_sim_counts(const struct tlb_sim *s, uint64_t *acc, uint64_t *l1m, uint6
 void tlb_sim_free(struct tlb_sim *s)
 {
   if (!s) return;
-  for (int i = 0; i < 2; i++) { free(s->l1[i].tag); free(s->l1[i].age); }
+  for (int i = 0; i < 3; i++) { free(s->l1[i].tag); free(s->l1[i].age); }
   free(s->l2.tag); free(s->l2.age);
+  free(s->l2g.tag); free(s->l2g.age);
   free(s);
 }
 
