@@ -147,7 +147,7 @@ for a in glibc hpmalloc; do
   T "$HPM" replay "$W/xt.hpmt" --allocator $a --json > "$W/r-$a.json"; rc=$?
   check "replay xthread under $a: exit 0" test $rc -eq 0
   check "replay xthread under $a: every op, none failed, JSON keys" test "$(jget "$W/r-$a.json" \
-    'int(d["ops"] > 40000 and d["alloc_failures"] == 0 and d["threads"] >= 3 and all(k in d for k in ("wall_s","peak_rss_kb","peak_live_bytes","hugepage_coverage","tlb_misses","ops")))')" = 1
+    'int(d["ops"] > 40000 and d["alloc_failures"] == 0 and d["threads"] >= 3 and all(k in d for k in ("wall_s","peak_rss_kb","peak_live_bytes","hugepage_coverage","hugepage_regions_1g","tlb_misses","ops")))')" = 1
   check "replay under $a: peak live bytes as analyze says" test "$(jget "$W/r-$a.json" 'd["peak_live_bytes"]')" = "$(jget "$W/xt.json" 'd["peak_live_bytes"]')"
 done
 T "$HPM" replay "$W/xt.hpmt" --threads serial --touch none --tlb zen3 --json > "$W/rs.json"

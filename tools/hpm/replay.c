@@ -305,6 +305,7 @@ static struct {
   uint64_t rss_at_peak_kb, anon_huge_kb, heap_rss_kb, heap_huge_kb, live_on_huge, live_total;
   struct vma *vmas; size_t nvmas;
   uint64_t *huge; size_t nhuge;     /* sorted 2 MiB region numbers backed by huge pages, << 1 | on a 1 GiB page */
+  size_t nhuge_1g;                  /* how many of them are on 1 GiB pages */
   int pagemap_ok;
 } E;
 
@@ -449,6 +450,7 @@ static void snapshot(void)
   int pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC), kf = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
   E.pagemap_ok = pm >= 0 && kf >= 0;
   E.nhuge = 0;
+  E.nhuge_1g = 0;
   for (size_t i = 0; i < E.nvmas; i++) {
     struct vma *v = &E.vmas[i];
     if (!v->live) continue;
@@ -464,7 +466,10 @@ static void snapshot(void)
       }
       if (huge < 0) { E.pagemap_ok = 0; huge = v->rss_kb && v->huge_kb * 10 >= v->rss_kb * 9; }
       /* A hugetlb mapping of 1 GiB pages (smaps KernelPageSize: 1048576 kB).  */
-      if (huge && (!E.nhuge || E.huge[E.nhuge - 1] >> 1 != r)) E.huge[E.nhuge++] = r << 1 | (v->kps_kb == 1048576);
+      if (huge && (!E.nhuge || E.huge[E.nhuge - 1] >> 1 != r)) {
+        E.huge[E.nhuge++] = r << 1 | (v->kps_kb == 1048576);
+        E.nhuge_1g += v->kps_kb == 1048576;
+      }
     }
   }
   if (pm >= 0) close(pm);
@@ -721,7 +726,7 @@ int cmd_engine(int argc, char **argv)
          "\"ns_p50\":%.0f,\"ns_p99\":%.0f,\"minor_faults\":%ld,\"baseline_rss_kb\":%llu,\"peak_rss_kb\":%llu,"
          "\"rss_at_peak_kb\":%llu,\"peak_live_bytes\":%llu,\"heap_rss_kb\":%llu,\"heap_huge_kb\":%llu,"
          "\"hugepage_coverage\":%.4f,\"live_bytes_on_huge\":%.4f,\"hugepage_source\":\"%s\",\"anon_huge_kb\":%llu,"
-         "\"tlb_model\":\"%s\",\"tlb_accesses\":%llu,\"tlb_l1_misses_4k\":%llu,\"tlb_misses_4k\":%llu,"
+         "\"hugepage_regions_1g\":%llu,\"tlb_model\":\"%s\",\"tlb_accesses\":%llu,\"tlb_l1_misses_4k\":%llu,\"tlb_misses_4k\":%llu,"
          "\"tlb_l1_misses\":%llu,\"tlb_misses\":%llu,\"tlb_cycles_4k\":%.0f,\"tlb_cycles\":%.0f,"
          "\"tlb_walk_ns\":%.2f,\"tlb_est_ns_4k\":%.0f,\"tlb_est_ns\":%.0f,\"tlb_est_ns_saved\":%.0f,\"alloc_failures\":%llu}\n",
          E.h->nthreads, serial ? "serial" : "faithful",
@@ -732,7 +737,8 @@ int cmd_engine(int argc, char **argv)
          (unsigned long long) E.h->peak_live, (unsigned long long) E.heap_rss_kb, (unsigned long long) E.heap_huge_kb,
          E.heap_rss_kb ? (double) E.heap_huge_kb / (double) E.heap_rss_kb : 0.0,
          E.live_total ? (double) E.live_on_huge / (double) E.live_total : 0.0,
-         E.pagemap_ok ? "pagemap" : "smaps", (unsigned long long) E.anon_huge_kb, g->name,
+         E.pagemap_ok ? "pagemap" : "smaps", (unsigned long long) E.anon_huge_kb,
+         (unsigned long long) E.nhuge_1g, g->name,
          (unsigned long long) acc, (unsigned long long) l1m4, (unsigned long long) w4,
          (unsigned long long) l1ma, (unsigned long long) wa, cyc4, cyca, walk_ns,
          walk_ns * (double) w4, walk_ns * (double) wa, walk_ns * (double) (w4 > wa ? w4 - wa : 0), (unsigned long long) E.failures);
