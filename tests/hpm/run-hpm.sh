@@ -38,6 +38,12 @@ check "record into a missing directory: exit $rc, names the file" test $rc -ne 0
 expect=$($PY "$ROOT/tests/integration/prog.py" 20000)
 got=$(cd "$W" && T "$HPM" record -q -o py.hpmt -- $PY "$ROOT/tests/integration/prog.py" 20000)
 check "python3 output unchanged under the recorder" test "$expect" = "$got"
+# the recorder's fatal-signal handlers stay invisible: python3 installs its
+# own SIGINT handler (KeyboardInterrupt) as it does without the recorder
+sigprog='import signal; print([signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)])'
+expect=$($PY -c "$sigprog")
+got=$(cd "$W" && T "$HPM" record -q -o sig.hpmt -- $PY -c "$sigprog")
+check "signal dispositions unchanged under the recorder ($got)" test "$expect" = "$got"
 T "$HPM" analyze --json "$W/py.hpmt" > "$W/py.json"
 check "python3 trace: events and objects" test "$(jget "$W/py.json" 'int(d["events"] > 1000 and d["objects"] > 500)')" = 1
 check "python3 trace: size histogram counts sum to objects" \

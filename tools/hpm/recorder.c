@@ -49,6 +49,8 @@ static struct {
   int (*execve)(const char *, char *const[], char *const[]);
   int (*execvp)(const char *, char *const[]);
   int (*execvpe)(const char *, char *const[], char *const[]);
+  int (*sigaction)(int, const struct sigaction *, struct sigaction *);
+  __sighandler_t (*signal)(int, __sighandler_t);
 } real;
 
 enum { ST_NONE, ST_RESOLVING, ST_READY };
@@ -541,6 +543,8 @@ static void fork_child(void)
   tls_busy--;
 }
 
+static void init(void);
+
 static const int fatal_signals[] = {
   SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGHUP, SIGQUIT,
   SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2, SIGXCPU, SIGXFSZ, SIGTRAP, SIGSYS,
@@ -552,7 +556,7 @@ static void on_fatal(int sig)
   flush_all();
   /* Nothing to do if these fail in a signal handler: the default action
      happens anyway for a synchronous fault when the handler returns.  */
-  (void) signal(sig, SIG_DFL);
+  (void) real.signal(sig, SIG_DFL);
   errno = saved;
   (void) raise(sig);   /* synchronous faults: returning re-executes the instruction */
 }
@@ -561,15 +565,41 @@ static void install_signal_handlers(void)
 {
   for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++) {
     struct sigaction old, sa;
-    if (sigaction(fatal_signals[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL
+    if (real.sigaction(fatal_signals[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL
         || (old.sa_flags & SA_SIGINFO))
       continue;   /* ignored or handled by the program already */
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_fatal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART | SA_NODEFER;
-    sigaction(fatal_signals[i], &sa, NULL);
+    (void) real.sigaction(fatal_signals[i], &sa, NULL);   /* without it, that signal's death loses buffers */
   }
+}
+
+/* The handlers above are the recorder's business: a program asking for a
+   signal's disposition sees SIG_DFL, as it would without the recorder, so
+   it installs its own handler as it would (python3 installs its SIGINT
+   handler, the one raising KeyboardInterrupt, only over SIG_DFL).  Its
+   handler then replaces the recorder's.  */
+EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+  if (!real.sigaction && g_state == ST_NONE) init();
+  if (!real.sigaction) { errno = ENOSYS; return -1; }
+  int rc = real.sigaction(sig, act, old);
+  if (rc == 0 && old && !(old->sa_flags & SA_SIGINFO) && old->sa_handler == on_fatal) {
+    memset(old, 0, sizeof *old);
+    old->sa_handler = SIG_DFL;
+    sigemptyset(&old->sa_mask);
+  }
+  return rc;
+}
+
+EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
+{
+  if (!real.signal && g_state == ST_NONE) init();
+  if (!real.signal) { errno = ENOSYS; return SIG_ERR; }
+  __sighandler_t prev = real.signal(sig, handler);
+  return prev == on_fatal ? SIG_DFL : prev;
 }
 
 __attribute__((destructor)) static void at_exit_flush(void)
@@ -591,8 +621,8 @@ static void init(void)
   RESOLVE(malloc); RESOLVE(calloc); RESOLVE(realloc); RESOLVE(reallocarray); RESOLVE(free);
   RESOLVE(free_sized); RESOLVE(memalign); RESOLVE(posix_memalign); RESOLVE(aligned_alloc);
   RESOLVE(valloc); RESOLVE(pvalloc); RESOLVE(pthread_create); RESOLVE(execve);
-  RESOLVE(execvp); RESOLVE(execvpe);
-  if (!real.malloc || !real.free || !real.calloc || !real.realloc) {
+  RESOLVE(execvp); RESOLVE(execvpe); RESOLVE(sigaction); RESOLVE(signal);
+  if (!real.malloc || !real.sigaction || !real.signal || !real.free || !real.calloc || !real.realloc) {
     static const char msg[] = "libhpmtrace: cannot find the real malloc\n";
     write(2, msg, sizeof msg - 1);
     _exit(127);
