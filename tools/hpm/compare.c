@@ -226,13 +226,7 @@ int cmd_compare(int argc, char **argv)
     free(p);
   }
   o.walk_ns = tlbcost_cached_ns();
-  struct hpm_trace tr;
-  struct prep p;
-  if (load_trace(file, &tr, &p, 0)) return 1;
-  hpm_trace_free(&tr);
-  if (replay_check_limits(&p, file, max_mem)) { prep_free(&p); return 1; }
-  int fd = replay_image(&p, &o);
-  prep_free(&p);
+  int fd = replay_load(file, &o, max_mem);
   if (fd < 0) return 1;
   for (int r = 0; r < reps; r++)
     for (int c = 0; c < n; c++) {
@@ -336,13 +330,7 @@ int cmd_tune(int argc, char **argv)
   int best[8], cand[8];
   for (int k = 0; k < np; k++) best[k] = -1;
   o.walk_ns = tlbcost_cached_ns();
-  struct hpm_trace tr;
-  struct prep p;
-  if (load_trace(file, &tr, &p, 0)) return 1;
-  hpm_trace_free(&tr);
-  if (replay_check_limits(&p, file, max_mem)) { prep_free(&p); return 1; }
-  int fd = replay_image(&p, &o);
-  prep_free(&p);
+  int fd = replay_load(file, &o, max_mem);
   if (fd < 0) return 1;
 
   static struct config base, cur, cc;

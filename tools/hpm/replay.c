@@ -66,6 +66,18 @@ uint64_t replay_default_max_mem(void)
   return (uint64_t) pages * (uint64_t) ps / 10 * 8;
 }
 
+int replay_load(const char *file, const struct replay_opts *o, uint64_t max_mem)
+{
+  struct hpm_trace tr;
+  struct prep p;
+  if (load_trace(file, &tr, &p, 0)) return -1;
+  hpm_trace_free(&tr);
+  if (replay_check_limits(&p, file, max_mem)) { prep_free(&p); return -1; }
+  int fd = replay_image(&p, o);
+  prep_free(&p);
+  return fd;
+}
+
 int replay_check_limits(const struct prep *p, const char *file, uint64_t max_mem)
 {
   if (p->max_size > max_mem) {
@@ -257,13 +269,7 @@ int cmd_replay(int argc, char **argv)
   }
   if (!file) { fputs(usage, stderr); return 2; }
   o.walk_ns = tlbcost_cached_ns();
-  struct hpm_trace tr;
-  struct prep p;
-  if (load_trace(file, &tr, &p, 0)) return 1;
-  hpm_trace_free(&tr);
-  if (replay_check_limits(&p, file, max_mem)) { prep_free(&p); return 1; }
-  int fd = replay_image(&p, &o);
-  prep_free(&p);
+  int fd = replay_load(file, &o, max_mem);
   if (fd < 0) return 1;
   static char out[65536];
   progress("replaying %s under %s", file, o.allocator);

@@ -21,6 +21,9 @@ int replay_image(const struct prep *p, const struct replay_opts *o);
 /* Run one replay of image FD in a child; the child's JSON (one line) into
    OUT.  Returns 0, or -1 with a message on stderr.  */
 int replay_run(int fd, const struct replay_opts *o, char *out, size_t outlen);
+/* Read FILE, check it fits (replay_check_limits) and write its replay
+   image: the image's fd, or -1 after a message on stderr.  */
+int replay_load(const char *file, const struct replay_opts *o, uint64_t max_mem);
 /* Check the trace fits this machine (sizes, peak).  */
 int replay_check_limits(const struct prep *p, const char *file, uint64_t max_mem);
 uint64_t replay_default_max_mem(void);
