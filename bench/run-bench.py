@@ -376,14 +376,20 @@ def markdown(meta, s, conts, wls, goal_lines, cpu_goal_lines, hpm_note):
     L.append("")
     L.append("## Speed-up against glibc hugetlb=0 (same run)")
     L.append("")
-    L += [hdr, sep]
-    for w in wls:
-        L.append("| %s | %s |" % (w[0], " | ".join(fmt(s[w[0]][c[0]].get("speedup")) for c in conts)))
-    for g, title in (("small", "geomean small"), ("tlb", "geomean TLB"), ("real", "geomean real")):
-        ws = [w[0] for w in wls if w[1] == g]
-        if ws:
-            L.append("| **%s** | %s |" % (title, " | ".join(
-                "**%s**" % fmt(geomean([s[w][c[0]].get("speedup") for w in ws])) for c in conts)))
+    def table(key, geomeans):
+        # one row per workload of s[w][contender][key], and the geometric
+        # mean of each group when asked
+        rows = [hdr, sep]
+        for w in wls:
+            rows.append("| %s | %s |" % (w[0], " | ".join(fmt(s[w[0]][c[0]].get(key)) for c in conts)))
+        for g, title in (("small", "geomean small"), ("tlb", "geomean TLB"), ("real", "geomean real")):
+            ws = [w[0] for w in wls if w[1] == g]
+            if geomeans and ws:
+                rows.append("| **%s** | %s |" % (title, " | ".join(
+                    "**%s**" % fmt(geomean([s[w][c[0]].get(key) for w in ws])) for c in conts)))
+        return rows
+
+    L += table("speedup", True)
     L.append("")
     tlb = [w for w in wls if any(s[w[0]][c[0]].get("prog_walk_s") for c in conts)]
     if tlb:
@@ -404,18 +410,9 @@ def markdown(meta, s, conts, wls, goal_lines, cpu_goal_lines, hpm_note):
     L.append("CPU time is less disturbed than wall time by other load on a shared machine (it still includes "
              "cache and TLB misses, and the kernel's page faults and zeroing).")
     L.append("")
-    L += [hdr, sep]
-    for w in wls:
-        L.append("| %s | %s |" % (w[0], " | ".join(fmt(s[w[0]][c[0]].get("cpu_s")) for c in conts)))
+    L += table("cpu_s", False)
     L.append("")
-    L += [hdr, sep]
-    for w in wls:
-        L.append("| %s | %s |" % (w[0], " | ".join(fmt(s[w[0]][c[0]].get("cpu_speedup")) for c in conts)))
-    for g, title in (("small", "geomean small"), ("tlb", "geomean TLB"), ("real", "geomean real")):
-        ws = [w[0] for w in wls if w[1] == g]
-        if ws:
-            L.append("| **%s** | %s |" % (title, " | ".join(
-                "**%s**" % fmt(geomean([s[w][c[0]].get("cpu_speedup") for w in ws])) for c in conts)))
+    L += table("cpu_speedup", True)
     L.append("")
     L.append("## Peak memory: RSS + hugetlb MB (huge-page coverage at the peak)")
     L.append("")
