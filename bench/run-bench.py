@@ -300,15 +300,19 @@ def goals(s, wls, conts, key="speedup"):
                 gm = geomean([rel(w, m, "mi") for w in by["small"]])
                 out.append("  gap to mimalloc: %s is %sx mimalloc's speed (geometric mean)" % (m, fmt(gm)))
     big = by["tlb"] + by["real"]
-    if "hpm-h1" in names:
-        for rival in ("glibc-h1", "je-thp"):
+    def faster_everywhere(m, label, rivals):
+        # m against each rival over the TLB-heavy and real workloads
+        for rival in rivals:
             if rival in names:
-                r = [(rel(w, "hpm-h1", rival), w) for w in big if rel(w, "hpm-h1", rival)]
+                r = [(rel(w, m, rival), w) for w in big if rel(w, m, rival)]
                 if r:
                     lose = ["%s %sx" % (w, fmt(x)) for x, w in r if x < 1]
-                    out.append("TLB/real, hpmalloc h1 faster than %s on every workload: %s (geomean %sx%s)" % (
-                        rival, verdict(not lose), fmt(geomean([x for x, _ in r])),
+                    out.append("TLB/real, hpmalloc %s faster than %s on every workload: %s (geomean %sx%s)" % (
+                        label, rival, verdict(not lose), fmt(geomean([x for x, _ in r])),
                         "; slower on " + ", ".join(lose) if lose else ""))
+
+    if "hpm-h1" in names:
+        faster_everywhere("hpm-h1", "h1", ("glibc-h1", "je-thp"))
         x = rel("graph-2t", "hpm-h1", "glibc-h1")
         if x:
             out.append("Multi-threaded object graph, hpmalloc h1 vs glibc h1: %sx (goal >= 1.25x): %s" % (
@@ -317,14 +321,7 @@ def goals(s, wls, conts, key="speedup"):
         if a_ and b_ and key == "speedup":
             out.append("  the walk alone (the TLB-bound phase, timed in the program): %sx" % fmt(b_ / a_))
     if "hpm-h2" in names:
-        for rival in ("mi-large", "glibc-h2"):
-            if rival in names:
-                r = [(rel(w, "hpm-h2", rival), w) for w in big if rel(w, "hpm-h2", rival)]
-                if r:
-                    lose = ["%s %sx" % (w, fmt(x)) for x, w in r if x < 1]
-                    out.append("TLB/real, hpmalloc h2 faster than %s on every workload: %s (geomean %sx%s)" % (
-                        rival, verdict(not lose), fmt(geomean([x for x, _ in r])),
-                        "; slower on " + ", ".join(lose) if lose else ""))
+        faster_everywhere("hpm-h2", "h2", ("mi-large", "glibc-h2"))
     for w in ("7zz", "xz"):
         for m in ("hpm-h1", "hpm-h2"):
             x = rel(w, m, "hpm-h0")

@@ -132,8 +132,8 @@ static void *map_aligned(size_t len, size_t align, uintptr_t hint, enum hp_prot 
    metadata.  One inaccessible page below each heap keeps its neighbour
    out.  Best effort: when the page is taken, the heap goes without.  */
 static bool add_guard(char *base) {
-  char *g = base - mp.page;
   if ((uintptr_t)base < mp.page) return false;
+  char *g = base - mp.page;
   int saved = errno;
   void *q = hp_kernel.map(g, mp.page, HP_PROT_NONE, HP_MAP_FIXED_NOREPLACE, 0);
   errno = saved;

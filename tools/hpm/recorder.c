@@ -889,9 +889,16 @@ static char **collect_args(const char *arg0, va_list ap, int want_env, char *con
   return argv;
 }
 
-/* An exec returned (it failed): free the array, keep its errno.  */
-static int exec_failed(int rc, char **argv, size_t len)
+/* execl, execle, execlp: the variadic arguments as an array, then execve
+   (or execvp when `search`); returns only when the exec failed, with its
+   errno.  */
+static int exec_list(const char *path, int search, int want_env, const char *arg, va_list ap)
 {
+  size_t len;
+  char *const *envp = environ;
+  char **argv = collect_args(arg, ap, want_env, &envp, &len);
+  if (!argv) return -1;
+  int rc = search ? execvp(path, argv) : execve(path, argv, envp);
   int e = errno;
   (void) munmap(argv, len);   /* nothing to do if this fails too */
   errno = e;
@@ -901,38 +908,28 @@ static int exec_failed(int rc, char **argv, size_t len)
 EXPORT int execl(const char *path, const char *arg, ...)
 {
   va_list ap;
-  size_t len;
   va_start(ap, arg);
-  char **argv = collect_args(arg, ap, 0, NULL, &len);
+  int rc = exec_list(path, 0, 0, arg, ap);
   va_end(ap);
-  if (!argv) return -1;
-  int rc = execve(path, argv, environ);
-  return exec_failed(rc, argv, len);
+  return rc;
 }
 
 EXPORT int execle(const char *path, const char *arg, ...)
 {
   va_list ap;
-  size_t len;
-  char *const *envp = NULL;
   va_start(ap, arg);
-  char **argv = collect_args(arg, ap, 1, &envp, &len);
+  int rc = exec_list(path, 0, 1, arg, ap);
   va_end(ap);
-  if (!argv) return -1;
-  int rc = execve(path, argv, envp);
-  return exec_failed(rc, argv, len);
+  return rc;
 }
 
 EXPORT int execlp(const char *file, const char *arg, ...)
 {
   va_list ap;
-  size_t len;
   va_start(ap, arg);
-  char **argv = collect_args(arg, ap, 0, NULL, &len);
+  int rc = exec_list(file, 1, 0, arg, ap);
   va_end(ap);
-  if (!argv) return -1;
-  int rc = execvp(file, argv);
-  return exec_failed(rc, argv, len);
+  return rc;
 }
 
 EXPORT void _exit(int status)
