@@ -110,16 +110,15 @@ static size_t mode_page(void) {
   return mp.hugetlb_mode == 2 ? mp.hugetlb_size : mp.hugetlb_mode == 1 ? mp.thp_size : 0;
 }
 
-/* Keep huge pages whole: pad and trim in huge-page units, and serve
-   requests below one huge page from the (huge-backed) heap.  The pad is
-   rounded only for pages of PMD size and the like: a heap commits whole
-   pages anyway, and a pad of one 1 GiB page would make every heap take a
-   second gigabyte of the pool up front.  */
+/* Keep huge pages whole: trim in huge-page units, and serve requests below
+   one huge page from the (huge-backed) heap.  The top pad stays as set: the
+   region layer rounds every commit to whole huge pages already (but a young
+   heap's, see region.c), and a pad of a whole huge page would make every
+   new heap take one up front, 2 MiB for a thread holding a few kilobytes
+   and a second gigabyte of the pool with 1 GiB pages.  */
 static void round_for_huge(bool raise_threshold) {
-  static const size_t PAD_ROUND_MAX = (size_t)32 << 20;
   size_t huge = mode_page();
   if (!huge) return;
-  if (huge <= PAD_ROUND_MAX) mp.top_pad = align_up(mp.top_pad ? mp.top_pad : 1, huge);
   mp.trim_threshold = align_up(mp.trim_threshold ? mp.trim_threshold : 1, huge);
   if (raise_threshold && mp.mmap_threshold < huge) mp.mmap_threshold = huge;
 }

@@ -236,10 +236,33 @@ static int commit_hugetlb(struct region *r, size_t from, size_t to) {
   return 0;
 }
 
-/* Commit [0, upto) (rounded up to the region's page).  0, or -1 with errno
-   ENOMEM when the reservation is too small or the kernel refuses.  */
+/* Is rounding len up to whole pages of size hp cheap enough?  */
+static bool waste_ok(size_t len, size_t hp) {
+  size_t waste = align_up(len, hp) - len;
+  return waste * 100 <= mp.huge_waste_pct * len;
+}
+
+/* A THP region is young until it has committed its first huge page.  A
+   young region commits base pages while rounding up to the whole huge page
+   would waste more than hpmalloc.huge_waste percent of what it holds, so a
+   small program or a thread arena holding a few kilobytes does not take
+   (nor zero) 2 MiB for each heap.  Base pages committed inside a range that
+   does not cover the whole aligned huge page fault in as base pages.  */
+static bool young(const struct region *r) {
+  return r->kind == HP_REGION_THP && r->committed < r->page;
+}
+
+/* The unit a commit up to `upto` is rounded to.  */
+static size_t commit_unit(const struct region *r, size_t upto) {
+  if (young(r) && upto < r->page && !waste_ok(align_up(upto, mp.page), r->page)) return mp.page;
+  return r->page;
+}
+
+/* Commit [0, upto) (rounded up to the region's page, see young() for the
+   exception).  0, or -1 with errno ENOMEM when the reservation is too small
+   or the kernel refuses.  */
 int region_commit(struct region *r, size_t upto) {
-  upto = align_up(upto, r->page);
+  upto = align_up(upto, commit_unit(r, upto));
   if (upto <= r->committed) return 0;
   if (upto > r->reserved) { errno = ENOMEM; return -1; }
   size_t from = r->committed;
@@ -250,13 +273,23 @@ int region_commit(struct region *r, size_t upto) {
     return -1;
   }
   r->committed = upto;
+  /* The huge page that was committed in part is now whole: what it holds
+     sits in base pages, so collapse it into one huge page now (Linux 6.1+;
+     best effort: khugepaged does it later where this fails).  */
+  size_t part = align_down(from, r->page);
+  if (r->kind == HP_REGION_THP && from != part && upto >= part + r->page) {
+    int saved = errno;
+    hp_kernel.advise(r->base + part, r->page, HP_ADV_COLLAPSE);
+    errno = saved;
+  }
   return 0;
 }
 
 /* Give back [downto, committed) (downto rounded up to the region's page, so
-   only whole pages, and in huge modes only whole huge pages, go).  */
+   only whole pages, and in huge modes only whole huge pages, go; a young
+   region gives back base pages).  */
 void region_decommit(struct region *r, size_t downto) {
-  downto = align_up(downto, r->page);
+  downto = align_up(downto, young(r) ? mp.page : r->page);
   if (downto >= r->committed) return;
   char *p = r->base + downto;
   size_t len = r->committed - downto;
@@ -277,12 +310,6 @@ void region_release(struct region *r) {
   errno = saved;
   r->reserved = r->committed = 0;
   r->guard = false;
-}
-
-/* Is rounding len up to whole pages of size hp cheap enough?  */
-static bool waste_ok(size_t len, size_t hp) {
-  size_t waste = align_up(len, hp) - len;
-  return waste * 100 <= mp.huge_waste_pct * len;
 }
 
 /* A mapping for one large chunk: *len in, the mapped length out.  */

@@ -147,11 +147,13 @@ static size_t huge_page(void) {
    hpmalloc's huge-page modes a mapped chunk is a whole number of huge pages
    and one whose rounding would waste too much comes from the heap instead,
    so the size is rounded to a whole number of huge pages, less the chunk
-   header (8 bytes) and a little. */
+   header (8 bytes) and a little; and at least two, since those modes raise
+   the threshold to one huge page. */
 static size_t beyond_top(size_t extra) {
   struct mallinfo2 mi = mallinfo2();
   size_t n = mi.keepcost + extra, hp = huge_page();
   if (hp) n = (n + 32 + hp - 1) / hp * hp - 32;
+  if (hp && n < 2 * hp - 32) n = 2 * hp - 32;
   return n;
 }
 

@@ -56,6 +56,7 @@ static struct {
   uintptr_t populated[1024];  /* pages already populated (they need nothing from the pool) */
   size_t n_populated;
   bool dontneed_fails;
+  bool collapse_fails;
   bool protect_fails;
   bool populate_is_noop;      /* POPULATE_WRITE "succeeds" but leaves pages absent (qemu-user) */
 } fk;
@@ -146,7 +147,8 @@ static bool fake_populate(uintptr_t addr, size_t len) {
 
 static int fake_advise(void *addr, size_t len, enum hp_advice adv) {
   record(OP_ADVISE, addr, len, adv);
-  if ((adv == HP_ADV_HUGEPAGE && fk.refuse_hugepage) || (adv == HP_ADV_DONTNEED && fk.dontneed_fails)) {
+  if ((adv == HP_ADV_HUGEPAGE && fk.refuse_hugepage) || (adv == HP_ADV_DONTNEED && fk.dontneed_fails) ||
+      (adv == HP_ADV_COLLAPSE && fk.collapse_fails)) {
     errno = EINVAL;
     return -1;
   }
@@ -247,13 +249,76 @@ Test(region, thp_reserve_aligns_and_advises_before_commit) {
   expect_call(2, OP_MAP, (uintptr_t)r.base - 4096, 4096, HP_PROT_NONE);
   cr_assert(fk.calls[2].flags & HP_MAP_FIXED_NOREPLACE, "the guard never replaces a mapping");
   cr_assert(r.guard);
-  cr_assert_eq(region_commit(&r, 1), 0);
+  cr_assert_eq(region_commit(&r, 2 * MiB - 100), 0);
   cr_assert_eq(r.committed, 2 * MiB, "commit rounds to the huge page");
   expect_call(3, OP_PROTECT, (uintptr_t)r.base, 2 * MiB, HP_PROT_RW);
   cr_assert_eq(region_commit(&r, 5 * MiB), 0);
   expect_call(4, OP_PROTECT, (uintptr_t)r.base + 2 * MiB, 4 * MiB, HP_PROT_RW);
   cr_assert_eq(r.committed, 6 * MiB);
+  cr_assert_eq(count_calls(OP_ADVISE, HP_ADV_COLLAPSE), 0, "nothing was committed in part");
   cr_assert_eq(atomic_load(&mp.fallbacks_thp), 0);
+}
+
+/* A young THP region (its first huge page not yet committed) commits base
+   pages while a whole huge page would waste more than huge_waste percent;
+   once it takes the whole page it collapses what it holds into it.  */
+Test(region, thp_young_region_commits_base_pages_then_collapses) {
+  fake_kernel(1, 2 * MiB, 0);
+  mp.huge_waste_pct = 12;
+  struct region r;
+  cr_assert_eq(region_reserve(&r, 8 * MiB, 0, HP_REGION_THP), 0);
+  size_t n0 = fk.n;
+  cr_assert_eq(region_commit(&r, 1), 0);
+  cr_assert_eq(r.committed, 4096, "a few bytes take one base page, not 2 MiB");
+  expect_call(n0, OP_PROTECT, (uintptr_t)r.base, 4096, HP_PROT_RW);
+  cr_assert_eq(region_commit(&r, 132 * 1024 + 5), 0);
+  cr_assert_eq(r.committed, 136 * 1024);
+  expect_call(n0 + 1, OP_PROTECT, (uintptr_t)r.base + 4096, 132 * 1024, HP_PROT_RW);
+  /* a young region gives back base pages */
+  region_decommit(&r, 8192 + 1);
+  cr_assert_eq(r.committed, 12288);
+  expect_call(n0 + 2, OP_ADVISE, (uintptr_t)r.base + 12288, 124 * 1024, HP_ADV_DONTNEED);
+  cr_assert_eq(count_calls(OP_ADVISE, HP_ADV_COLLAPSE), 0);
+  /* 1.7 MiB would waste 0.3 MiB of 2 MiB: 17.6% > 12%, still base pages */
+  cr_assert_eq(region_commit(&r, 1740 * 1024), 0);
+  cr_assert_eq(r.committed, 1740 * 1024);
+  /* 1.8 MiB wastes 11%: the whole huge page, and what it holds collapsed */
+  size_t n1 = fk.n;
+  cr_assert_eq(region_commit(&r, 1844 * 1024), 0);
+  cr_assert_eq(r.committed, 2 * MiB);
+  expect_call(n1, OP_PROTECT, (uintptr_t)r.base + 1740 * 1024, 2 * MiB - 1740 * 1024, HP_PROT_RW);
+  expect_call(n1 + 1, OP_ADVISE, (uintptr_t)r.base, 2 * MiB, HP_ADV_COLLAPSE);
+  /* grown up, it commits and gives back whole huge pages only */
+  cr_assert_eq(region_commit(&r, 2 * MiB + 1), 0);
+  cr_assert_eq(r.committed, 4 * MiB);
+  cr_assert_eq(count_calls(OP_ADVISE, HP_ADV_COLLAPSE), 1, "nothing more to collapse");
+  region_decommit(&r, 4096);
+  cr_assert_eq(r.committed, 2 * MiB, "never young again: the first huge page stays");
+}
+
+Test(region, thp_young_region_jumping_past_its_first_page_collapses_it) {
+  fake_kernel(1, 2 * MiB, 0);
+  mp.huge_waste_pct = 12;
+  struct region r;
+  cr_assert_eq(region_reserve(&r, 8 * MiB, 0, HP_REGION_THP), 0);
+  cr_assert_eq(region_commit(&r, 64 * 1024), 0);
+  size_t n0 = fk.n;
+  cr_assert_eq(region_commit(&r, 5 * MiB), 0);
+  cr_assert_eq(r.committed, 6 * MiB);
+  expect_call(n0, OP_PROTECT, (uintptr_t)r.base + 64 * 1024, 6 * MiB - 64 * 1024, HP_PROT_RW);
+  expect_call(n0 + 1, OP_ADVISE, (uintptr_t)r.base, 2 * MiB, HP_ADV_COLLAPSE);
+}
+
+Test(region, thp_young_collapse_failure_is_harmless) {
+  fake_kernel(1, 2 * MiB, 0);
+  fk.collapse_fails = true;
+  struct region r;
+  cr_assert_eq(region_reserve(&r, 8 * MiB, 0, HP_REGION_THP), 0);
+  cr_assert_eq(region_commit(&r, 4096), 0);
+  errno = 1234;
+  cr_assert_eq(region_commit(&r, 3 * MiB), 0, "an old kernel without MADV_COLLAPSE: khugepaged does it later");
+  cr_assert_eq(r.committed, 4 * MiB);
+  cr_assert_eq(errno, 1234, "errno untouched");
 }
 
 Test(region, thp_refused_falls_back_to_base) {
