@@ -332,7 +332,7 @@ def goals(s, wls, conts, key="speedup"):
             over = []
             for w in s:
                 a, b = s[w].get(m, {}).get("mem_mb"), s[w].get(g, {}).get("mem_mb")
-                if a and b and a > b * 1.10 and a - b > 4:  # 4 MB: two huge pages of slack for tiny heaps
+                if a and b and a > b * 1.10:
                     over.append("%s %.0f vs %.0f MB (%+.0f%%)" % (w, a, b, 100 * (a / b - 1)))
             out.append("Peak RSS + hugetlb of %s within 10%% of %s on every workload: %s%s" % (
                 m, g, verdict(not over), "; over on " + ", ".join(over) if over else ""))
