@@ -8,8 +8,9 @@
  * AnonHugePages) and /proc/PID/status (HugetlbPages: hugetlbfs memory is
  * not counted in Rss).  Sampling every 20 ms for the first 0.5 s, then
  * every 100 ms, so that a short run is still seen and a long one is not
- * slowed by page-table walks.  At the end it writes one line to RESULT
- * (default: stderr):
+ * slowed by page-table walks; the child's exit ends a pause at once
+ * (SIGCHLD), so the wall time is not rounded to the sampling period.  At
+ * the end it writes one line to RESULT (default: stderr):
  *
  *   HPB status=0 wall_s=.. user_s=.. sys_s=.. maxrss_kb=.. rss_kb=..
  *       anonhuge_kb=.. hugetlb_kb=.. samples=..
@@ -71,10 +72,18 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: hpb-run [-e VAR=VALUE]... [-i IN] [-O OUT] [-r RESULT] -- CMD ARGS...\n");
     return 2;
   }
+  /* SIGCHLD blocked, so that the sampling pause (sigtimedwait) ends the
+     moment the child exits: the wall time is exact, not rounded up to the
+     next sample.  The child gets the old mask back before exec.  */
+  sigset_t chld, old_mask;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, &old_mask);
   double t0 = now();
   pid_t pid = fork();
   if (pid < 0) { perror("fork"); return 2; }
   if (pid == 0) {
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
     for (int k = 0; k < nenv; k++) {
       char *eq = strchr(envs[k], '=');
       if (!eq) continue;
@@ -105,7 +114,7 @@ int main(int argc, char **argv) {
       if (v[0] + h[0] >= best_rss + best_ht) { best_rss = v[0]; best_ah = v[1]; best_ht = h[0]; }
     }
     struct timespec d = {0, (now() - t0 < 0.5 ? 20 : 100) * 1000000L};
-    nanosleep(&d, NULL);
+    sigtimedwait(&chld, NULL, &d); /* SIGCHLD, the pause over, or EINTR: wait4 tells */
   }
   double wall = now() - t0;
   FILE *f = res ? fopen(res, "a") : stderr;
