@@ -5,7 +5,9 @@
  * architecture's placement ask), advised once when it is
  * meant for transparent huge pages, and then committed from its start
  * upwards in steps of its page size: the base page, or the huge page so
- * that huge pages stay whole.  Nothing above this file knows page sizes.
+ * that huge pages stay whole (a THP region's first huge page excepted: it
+ * is committed in base pages until it would be nearly full, see young()).
+ * Nothing above this file knows page sizes.
  *
  * Overcommit: an inaccessible private mapping costs no commit charge, and
  * making part of it writable (committing) is charged then, as brk is, so
@@ -242,12 +244,13 @@ static bool waste_ok(size_t len, size_t hp) {
   return waste * 100 <= mp.huge_waste_pct * len;
 }
 
-/* A THP region is young until it has committed its first huge page.  A
-   young region commits base pages while rounding up to the whole huge page
-   would waste more than hpmalloc.huge_waste percent of what it holds, so a
-   small program or a thread arena holding a few kilobytes does not take
-   (nor zero) 2 MiB for each heap.  Base pages committed inside a range that
-   does not cover the whole aligned huge page fault in as base pages.  */
+/* A THP region is young until it has committed its first huge page.
+   While a commit stays inside that page and rounding it up to the whole
+   page would waste more than hpmalloc.huge_waste percent of it, a young
+   region commits base pages: a small program, or a thread arena holding a
+   few kilobytes, does not take (and zero) 2 MiB for each heap.  The kernel
+   gives base pages to a writable range that does not cover the whole
+   aligned huge page, so nothing else is needed until the page fills.  */
 static bool young(const struct region *r) {
   return r->kind == HP_REGION_THP && r->committed < r->page;
 }
