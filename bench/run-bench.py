@@ -80,6 +80,12 @@ def workloads(build, quick, tmp, md=25):
          {"env": {"PYTHONMALLOC": "malloc"}}),
         ("sqlite3", "real", ["sqlite3", ":memory:"],
          {"stdin": os.path.join(tmp, "sqlite.sql"), "prep": "sqlite", "rows": 40000 if q else 400000}),
+        # server-shaped: redis-server (it links jemalloc: the glibc contenders preload a shim that
+        # sends the malloc API to glibc's malloc), driven over loopback by redis-benchmark
+        ("redis", "real", ["sh", os.path.join(TOP, "bench/workloads/redis-run.sh"), os.path.join(tmp, "redis-server"),
+                           "@PORT@", "20000" if q else "200000"],
+         {"prep": "redis", "needs": ["redis-benchmark", "redis-cli"],
+          "glibc_preload": os.path.join(b, "libglibc-malloc.so")}),
     ]
     if not q:  # 7-Zip's benchmark runs for a fixed time (~10 s per pass), too long for QUICK
         w.append(("7zz", "real", ["7zz", "b", "-md%d" % md, "-mmt1"], {"metric": "mips"}))
@@ -114,7 +120,7 @@ def machine():
         "thp_defrag": readf("/sys/kernel/mm/transparent_hugepage/defrag"),
         "glibc": sh("ldd --version | head -1"),
         "versions": sh("dpkg-query -W -f='${Package} ${Version}, ' libjemalloc2 libmimalloc2.0 "
-                       "libtcmalloc-minimal4 7zip xz-utils python3 sqlite3 2>/dev/null").rstrip(", "),
+                       "libtcmalloc-minimal4 7zip xz-utils python3 sqlite3 redis-tools 2>/dev/null").rstrip(", "),
         "hpmalloc": sh("git -C %s log -1 --format='%%h %%cd' --date=short" % TOP),
         "loadavg_start": readf("/proc/loadavg"),
     }
@@ -156,6 +162,22 @@ class Pool:
             self.added = 0
 
 
+def redis_server():
+    """Debian's redis-server is a link to redis-check-rdb (in redis-tools); redis picks its mode by name."""
+    for exe in ("redis-server", "redis-check-rdb"):
+        path = shutil.which(exe) or (os.path.join("/usr/bin", exe) if os.access("/usr/bin/" + exe, os.X_OK) else None)
+        if path:
+            return os.path.realpath(path)
+    return None
+
+
+def free_port():
+    import socket
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        return so.getsockname()[1]
+
+
 def prep(tmp, opts):
     kind = opts.get("prep")
     if kind == "xz":
@@ -165,6 +187,8 @@ def prep(tmp, opts):
         sql = readf(os.path.join(TOP, "bench/workloads/sqlite.sql")).replace("@N@", str(opts["rows"]))
         with open(os.path.join(tmp, "sqlite.sql"), "w") as f:
             f.write(sql + "\n")
+    elif kind == "redis":
+        os.symlink(redis_server(), os.path.join(tmp, "redis-server"))
 
 
 def run_one(launcher, cont, wl, tmp, timeout):
@@ -176,6 +200,8 @@ def run_one(launcher, cont, wl, tmp, timeout):
     args = [launcher, "-r", res]
     e = dict(env)
     e.update(opts.get("env", {}))
+    if not preload and opts.get("glibc_preload"):
+        preload = opts["glibc_preload"]
     if preload:
         e["LD_PRELOAD"] = preload
     for k, v in sorted(e.items()):
@@ -186,6 +212,8 @@ def run_one(launcher, cont, wl, tmp, timeout):
         args += ["-O", opts["stdout"]]
     clean = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "GLIBC_TUNABLES", "MALLOC_CONF",
                                                               "MIMALLOC_LARGE_OS_PAGES", "PYTHONMALLOC")}
+    if "@PORT@" in cmd:  # a port free now, for each run
+        cmd = [str(free_port()) if x == "@PORT@" else x for x in cmd]
     try:
         p = subprocess.run(args + ["--"] + cmd, capture_output=True, text=True, timeout=timeout, env=clean)
     except subprocess.TimeoutExpired:
@@ -441,10 +469,13 @@ def markdown(meta, s, conts, wls, goal_lines, cpu_goal_lines, hpm_note):
     L.append("## Workloads")
     L.append("")
     for w in wls:
-        cmd = " ".join(os.path.relpath(x, TOP) if x.startswith(TOP) else x for x in w[2])
+        cmd = " ".join(os.path.relpath(x, TOP) if x.startswith(TOP) else
+                       "SERVER" if x.endswith("/redis-server") else "PORT" if x == "@PORT@" else x for x in w[2])
         extra = w[3].get("stdin") and " < sqlite.sql (%d rows)" % w[3]["rows"] or ""
         extra += " (%d MiB of bench/workloads/gen-data.py)" % w[3]["mib"] if w[3].get("prep") == "xz" else ""
         extra += " PYTHONMALLOC=malloc" if "env" in w[3] else ""
+        extra += (" (SERVER: Debian's redis-server; PORT: a free port; the glibc contenders preload %s)" %
+                  os.path.relpath(w[3]["glibc_preload"], TOP)) if w[3].get("glibc_preload") else ""
         L.append("- %s (%s): `%s`%s" % (w[0], w[1], cmd, extra))
     if hpm_note:
         L.append("")
@@ -592,9 +623,14 @@ def main():
         wls = [w for w in wls if w[0] in want or w[1] in want]
     ok = []
     for w in wls:
-        exe = w[2][0]
-        if not (os.access(exe, os.X_OK) or shutil.which(exe)):
-            print("bench: %s skipped: %s not found (bash build-aux/deps.sh bench installs 7zip and xz-utils)" % (w[0], exe))
+        lack = [x for x in [w[2][0]] + w[3].get("needs", []) if not (os.access(x, os.X_OK) or shutil.which(x))]
+        if w[3].get("prep") == "redis" and not redis_server():
+            lack.append("redis-server")
+        if w[3].get("glibc_preload") and not os.path.exists(w[3]["glibc_preload"]):
+            lack.append(w[3]["glibc_preload"])
+        if lack:
+            print("bench: %s skipped: %s not found (bash build-aux/deps.sh bench installs the programs; "
+                  "make bench-build the launcher and shims)" % (w[0], ", ".join(lack)))
             continue
         prep(tmp, w[3])
         ok.append(w)

@@ -12,7 +12,7 @@ what=${1:-check}
 case "$what" in
   check) pkgs="gcc make pkg-config libcriterion-dev valgrind glibc-source xz-utils python3 perl coreutils" ;;
   demo) pkgs="gcc make" ;;
-  bench) pkgs="libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev 7zip xz-utils hyperfine sqlite3 python3" ;;
+  bench) pkgs="libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev 7zip xz-utils hyperfine sqlite3 python3 redis-tools" ;;
   cross) pkgs="gcc-powerpc64le-linux-gnu gcc-powerpc64-linux-gnu gcc-aarch64-linux-gnu qemu-user libc6-dev-ppc64el-cross libc6-dev-ppc64-cross libc6-dev-arm64-cross" ;;
   analyze) pkgs="gcc cppcheck clang-tidy" ;;
   coverage) pkgs="gcc lcov libcriterion-dev valgrind glibc-source xz-utils python3 perl coreutils" ;;

@@ -8,7 +8,7 @@
 #   make bench                  full: about 45-60 minutes on the project's machine
 #   make bench QUICK=1          short sizes, no 7zz, no stride: a few minutes
 #   make bench REPS=5 BENCH_CONTENDERS=glibc-h0,hpm-h1 BENCH_WORKLOADS=tlb,xz BENCH_OUT=/tmp/r
-HPB_BINS := $(BUILD)/bench/hpb-run $(BUILD)/bench/small $(BUILD)/bench/tlb
+HPB_BINS := $(BUILD)/bench/hpb-run $(BUILD)/bench/small $(BUILD)/bench/tlb $(BUILD)/bench/libglibc-malloc.so
 
 $(BUILD)/bench/hpb-run: bench/workloads/hpb-run.c
 	@mkdir -p $(dir $@)
@@ -17,6 +17,12 @@ $(BUILD)/bench/hpb-run: bench/workloads/hpb-run.c
 $(BUILD)/bench/small $(BUILD)/bench/tlb: $(BUILD)/bench/%: bench/workloads/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -fno-builtin-malloc -fno-builtin-free -o $@ $< -lpthread -lm
+
+# preloaded by the glibc contenders for programs linked with another
+# allocator (redis-server), so that they measure glibc's malloc
+$(BUILD)/bench/libglibc-malloc.so: bench/workloads/glibc-malloc.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -shared -fPIC -o $@ $< -ldl
 
 .PHONY: bench bench-build
 bench-build: all $(HPB_BINS) $(BUILD)/bench/malloc-small
