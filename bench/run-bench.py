@@ -23,6 +23,7 @@ import random
 import re
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -165,14 +166,13 @@ class Pool:
 def redis_server():
     """Debian's redis-server is a link to redis-check-rdb (in redis-tools); redis picks its mode by name."""
     for exe in ("redis-server", "redis-check-rdb"):
-        path = shutil.which(exe) or (os.path.join("/usr/bin", exe) if os.access("/usr/bin/" + exe, os.X_OK) else None)
+        path = shutil.which(exe) or shutil.which(exe, path="/usr/bin")
         if path:
             return os.path.realpath(path)
     return None
 
 
 def free_port():
-    import socket
     with socket.socket() as so:
         so.bind(("127.0.0.1", 0))
         return so.getsockname()[1]
