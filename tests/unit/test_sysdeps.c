@@ -552,8 +552,12 @@ Test (readers, empty_and_missing_files)
   errno = 0;
   cr_assert_eq (hp_linux_read_file (path, buf, sizeof buf), -1);
   cr_assert_eq (errno, ENOENT);
+  errno = 0;
   cr_assert_eq (hp_linux_read_file (root, buf, sizeof buf), -1, "a directory is not read");
+  cr_assert_eq (errno, EISDIR);
+  errno = 0;
   cr_assert_eq (hp_linux_read_file (path, buf, 0), -1);
+  cr_assert_eq (errno, EINVAL);
   rm_tree (root);
 }
 
@@ -589,6 +593,12 @@ Test (readers, lines_across_reads_and_too_long)
   cr_assert_str_eq (c.lines[2], "");
   cr_assert_str_eq (c.lines[3], "xy: 1");
   cr_assert_str_eq (c.lines[4], "last", "1234567 (8 with its newline) does not fit");
+  /* a last line without '\n' that does not fit is dropped too */
+  struct collect t = { .stop_at = -1 };
+  put (root, "/l", "a\nbbbbbbbbbbbb");
+  cr_assert_eq (hp_linux_read_lines (path, buf, sizeof buf, collect_line, &t), 0);
+  cr_assert_eq (t.n, 1);
+  cr_assert_str_eq (t.lines[0], "a");
   rm_tree (root);
 }
 
@@ -604,6 +614,12 @@ Test (readers, lines_stop_early_and_missing)
   cr_assert_eq (c.n, 2);
   snprintf (path, sizeof path, "%s/none", root);
   cr_assert_eq (hp_linux_read_lines (path, buf, sizeof buf, collect_line, &c), -1);
+  c.n = 0;
+  cr_assert_eq (hp_linux_read_lines (root, buf, sizeof buf, collect_line, &c), -1, "a directory: read error");
+  cr_assert_eq (c.n, 0);
+  errno = 0;
+  cr_assert_eq (hp_linux_read_lines (root, buf, 1, collect_line, &c), -1, "no room for a line");
+  cr_assert_eq (errno, EINVAL);
   rm_tree (root);
 }
 
@@ -644,6 +660,9 @@ Test (readers, cpu_lists)
   cr_assert_eq (hp_linux_count_cpulist ("3-1"), 0);
   cr_assert_eq (hp_linux_count_cpulist ("0-3,"), 0);
   cr_assert_eq (hp_linux_count_cpulist ("zero"), 0);
+  cr_assert_eq (hp_linux_count_cpulist ("0-"), 0);
+  cr_assert_eq (hp_linux_count_cpulist ("1x"), 0);
+  cr_assert_eq (hp_linux_count_cpulist ("0-2000000"), 0, "beyond any machine");
 }
 
 Test (readers, segment_sizes)
