@@ -14,7 +14,7 @@ $(BUILD)/bench/hpb-run: bench/workloads/hpb-run.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -o $@ $<
 
-$(BUILD)/bench/small $(BUILD)/bench/tlb: $(BUILD)/bench/%: bench/workloads/%.c
+$(BUILD)/bench/small $(BUILD)/bench/tlb: $(BUILD)/bench/%: bench/workloads/%.c bench/workloads/workload.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -fno-builtin-malloc -fno-builtin-free -o $@ $< -lpthread -lm
 

@@ -43,26 +43,13 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-static inline uint64_t rnd(uint64_t *s) {
-  uint64_t x = *s;
-  x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-  return *s = x;
-}
+#include "workload.h"
+
 static inline void touch(void *p, size_t n) {
   unsigned char *c = p;
   c[0] = (unsigned char)n;
   c[n - 1] = (unsigned char)n;
   __asm__ volatile("" : : "r"(p) : "memory");
-}
-static void *xmalloc(size_t n) {
-  void *p = malloc(n);
-  if (!p) { perror("malloc"); exit(1); }
-  return p;
 }
 static double scale = 1;
 static atomic_ulong check;

@@ -24,21 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-static inline uint64_t rnd(uint64_t *s) {
-  uint64_t x = *s;
-  x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-  return *s = x;
-}
-static void *xmalloc(size_t n) {
-  void *p = malloc(n);
-  if (!p) { perror("malloc"); exit(1); }
-  return p;
-}
+#include "workload.h"
 
 struct node { struct node *edge[2]; uint64_t payload[(100 - 2 * sizeof(void *)) / 8]; uint32_t pad; };
 
