@@ -388,33 +388,44 @@ def markdown(meta, s, conts, wls, goal_lines, cpu_goal_lines, hpm_note):
     L.append("")
     hdr = "| workload | " + " | ".join(c[1] for c in conts) + " |"
     sep = "|---|" + "---:|" * len(conts)
+    def table(cell, geomean_key=None, rows_of=wls):
+        # one row per workload, cell(d) of each contender's summary d; with
+        # geomean_key, the geometric mean of that key over each group
+        rows = [hdr, sep]
+        for w in rows_of:
+            rows.append("| %s | %s |" % (w[0], " | ".join(cell(s[w[0]][c[0]], w[0]) for c in conts)))
+        for g, title in (("small", "geomean small"), ("tlb", "geomean TLB"), ("real", "geomean real")):
+            ws = [w[0] for w in rows_of if w[1] == g]
+            if geomean_key and ws:
+                rows.append("| **%s** | %s |" % (title, " | ".join(
+                    "**%s**" % fmt(geomean([s[w][c[0]].get(geomean_key) for w in ws])) for c in conts)))
+        return rows
+
+    def value(key):
+        return lambda d, w: fmt(d.get(key))
+
+    def time_cell(d, w):
+        if not d.get("value"):
+            return "failed" if d.get("failed") else "–"
+        return "%s (%s–%s)" % (fmt(d["value"]), fmt(d["min"]), fmt(d["max"]))
+
+    def walk_cell(d, w):
+        b = s[w].get("glibc-h0", {}).get("prog_walk_s")
+        return "%s (%sx)" % (fmt(d["prog_walk_s"], 3), fmt(b / d["prog_walk_s"])) if b and d.get("prog_walk_s") else "–"
+
+    def mem_cell(d, w):
+        if not d.get("mem_mb"):
+            return "–"
+        ht = " +%.0f h" % d["hugetlb_mb"] if d["hugetlb_mb"] >= 1 else ""
+        return "%.0f%s (%.0f%%)" % (d["rss_mb"], ht, d["huge_pct"])
+
     L.append("## Time (s; 7zz: MIPS, higher is better)")
     L.append("")
-    L += [hdr, sep]
-    for w in wls:
-        cells = []
-        for c in conts:
-            d = s[w[0]][c[0]]
-            cells.append("%s (%s–%s)" % (fmt(d["value"]), fmt(d["min"]), fmt(d["max"])) if d.get("value") else
-                         ("failed" if d.get("failed") else "–"))
-        L.append("| %s | %s |" % (w[0], " | ".join(cells)))
+    L += table(time_cell)
     L.append("")
     L.append("## Speed-up against glibc hugetlb=0 (same run)")
     L.append("")
-    def table(key, geomeans):
-        # one row per workload of s[w][contender][key], and the geometric
-        # mean of each group when asked
-        rows = [hdr, sep]
-        for w in wls:
-            rows.append("| %s | %s |" % (w[0], " | ".join(fmt(s[w[0]][c[0]].get(key)) for c in conts)))
-        for g, title in (("small", "geomean small"), ("tlb", "geomean TLB"), ("real", "geomean real")):
-            ws = [w[0] for w in wls if w[1] == g]
-            if geomeans and ws:
-                rows.append("| **%s** | %s |" % (title, " | ".join(
-                    "**%s**" % fmt(geomean([s[w][c[0]].get(key) for w in ws])) for c in conts)))
-        return rows
-
-    L += table("speedup", True)
+    L += table(value("speedup"), "speedup")
     L.append("")
     tlb = [w for w in wls if any(s[w[0]][c[0]].get("prog_walk_s") for c in conts)]
     if tlb:
@@ -423,38 +434,23 @@ def markdown(meta, s, conts, wls, goal_lines, cpu_goal_lines, hpm_note):
         L.append("The walk of `graph-*` and the reads of `blocks-*`, timed inside the program: no page faults, "
                  "no allocator code, only translation and cache misses.")
         L.append("")
-        L += [hdr, sep]
-        for w in tlb:
-            b = s[w[0]].get("glibc-h0", {}).get("prog_walk_s")
-            L.append("| %s | %s |" % (w[0], " | ".join(
-                "%s (%sx)" % (fmt(s[w[0]][c[0]]["prog_walk_s"], 3), fmt(b / s[w[0]][c[0]]["prog_walk_s"]))
-                if b and s[w[0]][c[0]].get("prog_walk_s") else "–" for c in conts)))
+        L += table(walk_cell, rows_of=tlb)
         L.append("")
     L.append("## CPU time (user + sys, s; median) and speed-up by CPU time")
     L.append("")
     L.append("CPU time is less disturbed than wall time by other load on a shared machine (it still includes "
              "cache and TLB misses, and the kernel's page faults and zeroing).")
     L.append("")
-    L += table("cpu_s", False)
+    L += table(value("cpu_s"))
     L.append("")
-    L += table("cpu_speedup", True)
+    L += table(value("cpu_speedup"), "cpu_speedup")
     L.append("")
     L.append("## Peak memory: RSS + hugetlb MB (huge-page coverage at the peak)")
     L.append("")
     L.append("Coverage = (AnonHugePages + HugetlbPages) / (Rss + HugetlbPages) at the sample with the largest "
              "Rss + HugetlbPages; `+N h` is the hugetlb part.")
     L.append("")
-    L += [hdr, sep]
-    for w in wls:
-        cells = []
-        for c in conts:
-            d = s[w[0]][c[0]]
-            if not d.get("mem_mb"):
-                cells.append("–")
-                continue
-            ht = " +%.0f h" % d["hugetlb_mb"] if d["hugetlb_mb"] >= 1 else ""
-            cells.append("%.0f%s (%.0f%%)" % (d["rss_mb"], ht, d["huge_pct"]))
-        L.append("| %s | %s |" % (w[0], " | ".join(cells)))
+    L += table(mem_cell)
     L.append("")
     L.append("## Goals (issue 7), as measured in this run")
     L.append("")
