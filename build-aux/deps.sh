@@ -4,7 +4,7 @@
 #   deps.sh demo    what make demo needs
 #   deps.sh bench   the same for the benchmark contenders
 #   deps.sh cross   the same for cross compilers and qemu-user
-#   deps.sh analyze   gcc (-fanalyzer), cppcheck, clang-tidy (make analyze)
+#   deps.sh analyze   gcc (-fanalyzer), cppcheck, clang-tidy, clang-format (make analyze)
 #   deps.sh coverage  lcov, plus what make check needs (make coverage)
 #   deps.sh fuzz      clang with libFuzzer and the sanitizers (make fuzz)
 set -u
@@ -14,7 +14,7 @@ case "$what" in
   demo) pkgs="gcc make" ;;
   bench) pkgs="libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev 7zip xz-utils hyperfine sqlite3 python3 redis-tools" ;;
   cross) pkgs="gcc-powerpc64le-linux-gnu gcc-powerpc64-linux-gnu gcc-aarch64-linux-gnu qemu-user libc6-dev-ppc64el-cross libc6-dev-ppc64-cross libc6-dev-arm64-cross" ;;
-  analyze) pkgs="gcc cppcheck clang-tidy" ;;
+  analyze) pkgs="gcc cppcheck clang-tidy clang-format" ;;
   coverage) pkgs="gcc lcov libcriterion-dev valgrind glibc-source xz-utils python3 perl coreutils" ;;
   fuzz) pkgs="clang libclang-rt-14-dev" ;;
   *) echo "usage: deps.sh check|demo|bench|cross|analyze|coverage|fuzz" >&2; exit 2 ;;

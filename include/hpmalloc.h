@@ -20,21 +20,21 @@ const char *hpmalloc_version(void);
 /* A snapshot of the allocator's counters.  All byte counts are bytes of
    address space the allocator holds, except where stated.  */
 struct hpmalloc_stats {
-  size_t version;             /* sizeof (struct hpmalloc_stats), set by the call */
-  size_t bytes_in_use;        /* bytes handed to the program and not yet freed (chunk sizes) */
-  size_t bytes_mapped;        /* bytes committed by the allocator: heaps plus mmapped chunks */
-  size_t bytes_heap;          /* committed bytes in arena heaps */
-  size_t bytes_mmapped;       /* bytes in chunks mapped directly */
-  size_t bytes_free;          /* committed heap bytes sitting in bins or top */
-  size_t bytes_thp;           /* committed bytes in regions advised MADV_HUGEPAGE */
-  size_t bytes_hugetlb;       /* committed bytes backed by hugetlbfs pages */
-  size_t fallbacks_hugetlb;   /* times a hugetlb mapping failed and a weaker kind was used */
-  size_t fallbacks_thp;       /* times MADV_HUGEPAGE was refused and base pages were used */
-  size_t n_arenas;            /* arenas created (main arena included) */
-  size_t n_heaps;             /* heap regions currently mapped */
-  size_t n_mmapped;           /* chunks currently mapped directly */
-  int hugetlb_mode;           /* mode in force: 0, 1 (THP) or 2 (hugetlbfs) */
-  size_t huge_page_size;      /* huge page size in use (0 in mode 0) */
+  size_t version;           /* sizeof (struct hpmalloc_stats), set by the call */
+  size_t bytes_in_use;      /* bytes handed to the program and not yet freed (chunk sizes) */
+  size_t bytes_mapped;      /* bytes committed by the allocator: heaps plus mmapped chunks */
+  size_t bytes_heap;        /* committed bytes in arena heaps */
+  size_t bytes_mmapped;     /* bytes in chunks mapped directly */
+  size_t bytes_free;        /* committed heap bytes sitting in bins or top */
+  size_t bytes_thp;         /* committed bytes in regions advised MADV_HUGEPAGE */
+  size_t bytes_hugetlb;     /* committed bytes backed by hugetlbfs pages */
+  size_t fallbacks_hugetlb; /* times a hugetlb mapping failed and a weaker kind was used */
+  size_t fallbacks_thp;     /* times MADV_HUGEPAGE was refused and base pages were used */
+  size_t n_arenas;          /* arenas created (main arena included) */
+  size_t n_heaps;           /* heap regions currently mapped */
+  size_t n_mmapped;         /* chunks currently mapped directly */
+  int hugetlb_mode;         /* mode in force: 0, 1 (THP) or 2 (hugetlbfs) */
+  size_t huge_page_size;    /* huge page size in use (0 in mode 0) */
 };
 
 /* Fill *st (of size `size`, normally sizeof *st) with a consistent snapshot.

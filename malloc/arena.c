@@ -30,11 +30,17 @@ static size_t narenas_limit;
 static pthread_key_t thread_key;
 
 /* glibc's stdio list lock and single-thread flag, when present.  */
-extern void _IO_list_lock(void) __attribute__((weak));   // NOLINT(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp): glibc's own name
-extern void _IO_list_unlock(void) __attribute__((weak)); // NOLINT(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp): glibc's own name
+// NOLINTNEXTLINE(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp): glibc's own name
+extern void _IO_list_lock(void) __attribute__((weak));
+// NOLINTNEXTLINE(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp): glibc's own name
+extern void _IO_list_unlock(void) __attribute__((weak));
 
-static inline void list_lock(void) { if (!hp_self.in_fork) pthread_mutex_lock(&hp_list_lock); }
-static inline void list_unlock(void) { if (!hp_self.in_fork) pthread_mutex_unlock(&hp_list_lock); }
+static inline void list_lock(void) {
+  if (!hp_self.in_fork) pthread_mutex_lock(&hp_list_lock);
+}
+static inline void list_unlock(void) {
+  if (!hp_self.in_fork) pthread_mutex_unlock(&hp_list_lock);
+}
 
 /* Contended: spin a little (the holder is usually on the other core and
    about to finish), then sleep until woken.  */
@@ -114,7 +120,11 @@ static struct arena *reuse_arena(const struct arena *avoid) {
   next_to_use = pick->next; // NOLINT(clang-analyzer-core.NullDereference): the ring has no NULL link, see above
   /* an arena on the free list is now in use again */
   for (struct arena **pp = &free_list; *pp; pp = &(*pp)->next_free) {
-    if (*pp == pick) { *pp = pick->next_free; pick->next_free = NULL; break; }
+    if (*pp == pick) {
+      *pp = pick->next_free;
+      pick->next_free = NULL;
+      break;
+    }
   }
   pick->attached_threads++;
   return pick;
@@ -162,8 +172,10 @@ struct arena *arena_retry(const struct arena *ar) {
   if (ar != &main_arena) return &main_arena;
   list_lock();
   struct arena *other = narenas > 1 ? reuse_arena(&main_arena) : NULL;
-  if (other == &main_arena) other = NULL;
-  else if (other) other->attached_threads--; /* a one-off, not a binding */
+  if (other == &main_arena)
+    other = NULL;
+  else if (other)
+    other->attached_threads--; /* a one-off, not a binding */
   size_t limit = other ? 0 : arena_limit();
   bool create = !other && (limit == 0 || narenas < limit); /* arena_max holds here too */
   int idx = create ? (int)narenas++ : 0;

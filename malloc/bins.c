@@ -22,7 +22,9 @@ static inline size_t arena_flag(const struct arena *ar) { return ar == &main_are
 static inline bool have_fast(struct arena *ar) { return __atomic_load_n(&ar->have_fastchunks, __ATOMIC_RELAXED); }
 static inline struct chunk *unsorted(struct arena *ar) { return bin_at(ar, UNSORTED_BIN); }
 
-static inline void mark_bin(struct arena *ar, unsigned i) { ar->binmap[i >> BINMAP_SHIFT] |= 1u << (i & (BITSPERMAP - 1)); }
+static inline void mark_bin(struct arena *ar, unsigned i) {
+  ar->binmap[i >> BINMAP_SHIFT] |= 1u << (i & (BITSPERMAP - 1));
+}
 
 void arena_bins_init(struct arena *ar) {
   for (unsigned i = 0; i < NBINS; i++) {
@@ -33,7 +35,7 @@ void arena_bins_init(struct arena *ar) {
   memset(ar->binmap, 0, sizeof ar->binmap);
   memset(ar->fastbins, 0, sizeof ar->fastbins);
   ar->have_fastchunks = false;
-  ar->top = bin_at(ar, 0);  /* size 0: the first malloc grows the heap */
+  ar->top = bin_at(ar, 0); /* size 0: the first malloc grows the heap */
   ar->last_remainder = NULL;
 }
 
@@ -188,7 +190,8 @@ void fastbin_push(struct arena *ar, struct chunk *p) {
       p->fd = protect_ptr(&p->fd, old);
     } while (!__atomic_compare_exchange_n(&ar->fastbins[idx], &old, p, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
   }
-  if (!__atomic_load_n(&ar->have_fastchunks, __ATOMIC_RELAXED)) __atomic_store_n(&ar->have_fastchunks, true, __ATOMIC_RELAXED);
+  if (!__atomic_load_n(&ar->have_fastchunks, __ATOMIC_RELAXED))
+    __atomic_store_n(&ar->have_fastchunks, true, __ATOMIC_RELAXED);
 }
 
 /* Pop the head of fastbin idx (arena lock held).  */
@@ -325,7 +328,8 @@ static void place_in_bin(struct arena *ar, struct chunk *v, size_t size) {
       } else {
         v->fd_nextsize = fwd;
         v->bk_nextsize = fwd->bk_nextsize;
-        if (fwd->bk_nextsize->fd_nextsize != fwd) hp_fatal("malloc(): largebin double linked list corrupted (nextsize)");
+        if (fwd->bk_nextsize->fd_nextsize != fwd)
+          hp_fatal("malloc(): largebin double linked list corrupted (nextsize)");
         fwd->bk_nextsize = v;
         v->bk_nextsize->fd_nextsize = v;
       }
@@ -343,7 +347,8 @@ static void place_in_bin(struct arena *ar, struct chunk *v, size_t size) {
 static void check_unsorted(struct arena *ar, struct chunk *v, size_t size) {
   struct chunk *next = chunk_at(v, size);
   if (size <= CHUNK_HDR || size > ar->system_mem) hp_fatal("malloc(): invalid size (unsorted)");
-  if (chunksize(next) < CHUNK_HDR || chunksize(next) > ar->system_mem) hp_fatal("malloc(): invalid next size (unsorted)");
+  if (chunksize(next) < CHUNK_HDR || chunksize(next) > ar->system_mem)
+    hp_fatal("malloc(): invalid next size (unsorted)");
   if (next->prev_size != size) hp_fatal("malloc(): mismatching next->prev_size (unsorted)");
   if (v->bk->fd != v || v->fd->bk != v) hp_fatal("malloc(): unsorted double linked list corrupted");
   if (prev_inuse(next)) hp_fatal("malloc(): invalid next->prev_inuse (unsorted)");
@@ -526,7 +531,10 @@ void *int_realloc(struct arena *ar, struct chunk *old, size_t oldsize, size_t nb
 /* Memory of `bytes` aligned to `alignment` (a power of two > 16).  */
 void *int_memalign(struct arena *ar, size_t alignment, size_t bytes) {
   size_t nb = request2size(bytes);
-  if (nb > SIZE_MAX - alignment - MINSIZE) { errno = ENOMEM; return NULL; }
+  if (nb > SIZE_MAX - alignment - MINSIZE) {
+    errno = ENOMEM;
+    return NULL;
+  }
   void *m = int_malloc(ar, nb + alignment + MINSIZE);
   if (!m) return NULL;
   struct chunk *p = mem2chunk(m);

@@ -33,15 +33,15 @@
 struct chunk {
   size_t prev_size;
   size_t size;
-  struct chunk *fd, *bk;                    /* free chunks: bin links */
-  struct chunk *fd_nextsize, *bk_nextsize;  /* free large chunks: size-ordered skip list */
+  struct chunk *fd, *bk;                   /* free chunks: bin links */
+  struct chunk *fd_nextsize, *bk_nextsize; /* free large chunks: size-ordered skip list */
 };
 
 enum {
   SIZE_SZ = sizeof(size_t),
-  HP_ALIGN = 16,                      /* malloc's alignment: 2 * SIZE_SZ on 64-bit, 16 everywhere */
+  HP_ALIGN = 16, /* malloc's alignment: 2 * SIZE_SZ on 64-bit, 16 everywhere */
   HP_ALIGN_MASK = HP_ALIGN - 1,
-  CHUNK_HDR = 2 * sizeof(size_t),     /* offset from chunk to mem */
+  CHUNK_HDR = 2 * sizeof(size_t), /* offset from chunk to mem */
   MINSIZE = 32 > 4 * sizeof(size_t) ? 32 : 4 * sizeof(size_t),
 };
 
@@ -60,13 +60,9 @@ static inline bool prev_inuse(const struct chunk *c) { return c->size & PREV_INU
 static inline bool chunk_is_mmapped(const struct chunk *c) { return c->size & IS_MMAPPED; }
 static inline bool chunk_main_arena(const struct chunk *c) { return !(c->size & NON_MAIN_ARENA); }
 
-static inline struct chunk *chunk_at(const struct chunk *c, size_t off) {
-  return (struct chunk *)((char *)c + off);
-}
+static inline struct chunk *chunk_at(const struct chunk *c, size_t off) { return (struct chunk *)((char *)c + off); }
 static inline struct chunk *next_chunk(const struct chunk *c) { return chunk_at(c, chunksize(c)); }
-static inline struct chunk *prev_chunk(const struct chunk *c) {
-  return (struct chunk *)((char *)c - c->prev_size);
-}
+static inline struct chunk *prev_chunk(const struct chunk *c) { return (struct chunk *)((char *)c - c->prev_size); }
 
 /* In-use bit of c lives in the next chunk's PREV_INUSE.  */
 static inline bool inuse(const struct chunk *c) { return prev_inuse(next_chunk(c)); }
@@ -103,7 +99,7 @@ enum {
   NBINS = 128,
   NSMALLBINS = 64,
   SMALLBIN_WIDTH = HP_ALIGN,
-  MIN_LARGE_SIZE = NSMALLBINS * SMALLBIN_WIDTH,   /* 1024 */
+  MIN_LARGE_SIZE = NSMALLBINS * SMALLBIN_WIDTH, /* 1024 */
   UNSORTED_BIN = 1,
   BINMAP_SHIFT = 5,
   BITSPERMAP = 1 << BINMAP_SHIFT,
@@ -135,7 +131,7 @@ static inline unsigned bin_index(size_t sz) {
  * Singly linked LIFO lists of small chunks, kept "in use" so they do not
  * coalesce until malloc_consolidate runs.  */
 enum {
-  MAX_FAST_SIZE = 80 * sizeof(size_t) / 4,    /* largest mxfast a user may set (160 on 64-bit) */
+  MAX_FAST_SIZE = 80 * sizeof(size_t) / 4, /* largest mxfast a user may set (160 on 64-bit) */
   NFASTBINS = ((MAX_FAST_SIZE + SIZE_SZ + HP_ALIGN_MASK) & ~HP_ALIGN_MASK) / 16 - 1, /* 10 */
   FASTBIN_CONSOLIDATION_THRESHOLD = 65536,
 };

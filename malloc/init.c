@@ -43,9 +43,7 @@ _Atomic int hp_initialized;
 
 static const size_t DEFAULT_HEAP_MAX = (size_t)64 << 20;
 
-static bool tunable_set(const struct hp_tunable_values *tv, enum hp_tunable_id id) {
-  return tv->set_mask & (1u << id);
-}
+static bool tunable_set(const struct hp_tunable_values *tv, enum hp_tunable_id id) { return tv->set_mask & (1u << id); }
 
 static bool hugetlb_size_listed(size_t sz) {
   for (unsigned i = 0; i < hp_sysinfo.n_hugetlb; i++)
@@ -96,7 +94,7 @@ static void resolve_mode(uint64_t req, uint64_t size_req) {
     return;
   }
   mp.mode_reason = hp_sysinfo.thp == HP_THP_NEVER ? "hugetlb=1 asked, but THP is disabled (enabled=never): off"
-                                                   : "hugetlb=1 asked, but the kernel has no THP: off";
+                                                  : "hugetlb=1 asked, but the kernel has no THP: off";
 }
 
 static size_t next_pow2(size_t v) {
@@ -250,7 +248,10 @@ int hp_mallopt(int param, int value) {
   malloc_consolidate(&main_arena);
   switch (param) {
   case M_MXFAST:
-    if (value < 0 || (size_t)value > MAX_FAST_SIZE) { ok = 0; break; }
+    if (value < 0 || (size_t)value > MAX_FAST_SIZE) {
+      ok = 0;
+      break;
+    }
     mp.max_fast = ((size_t)value + SIZE_SZ) & ~(size_t)HP_ALIGN_MASK;
     break;
   case M_TRIM_THRESHOLD:
@@ -269,23 +270,16 @@ int hp_mallopt(int param, int value) {
     mp.n_mmaps_max = value;
     mp.no_dyn_threshold = true;
     break;
-  case M_CHECK_ACTION:
-    mp.check_action = value;
-    break;
-  case M_PERTURB:
-    mp.perturb = value;
-    break;
+  case M_CHECK_ACTION: mp.check_action = value; break;
+  case M_PERTURB: mp.perturb = value; break;
   case M_ARENA_TEST:
     if (value > 0) mp.arena_test = (size_t)value;
     break;
   case M_ARENA_MAX:
     if (value > 0) mp.arena_max = (size_t)value;
     break;
-  case HPMALLOC_M_HUGETLB:
-    ok = set_mode(value);
-    break;
-  default:
-    break; /* glibc 2.36 ignores an unknown parameter and returns 1 */
+  case HPMALLOC_M_HUGETLB: ok = set_mode(value); break;
+  default: break; /* glibc 2.36 ignores an unknown parameter and returns 1 */
   }
   arena_unlock(&main_arena);
   return ok;

@@ -32,12 +32,12 @@ extern struct hp_kernel_ops hp_kernel HP_INTERNAL;
 
 /* A reserved span of address space, committed from its start upwards.  */
 struct region {
-  char *base;              /* start (aligned as requested) */
-  size_t reserved;         /* bytes of address space held */
-  size_t committed;        /* bytes from base that are readable and writable */
-  size_t page;             /* commit granularity: base page or huge page */
+  char *base;       /* start (aligned as requested) */
+  size_t reserved;  /* bytes of address space held */
+  size_t committed; /* bytes from base that are readable and writable */
+  size_t page;      /* commit granularity: base page or huge page */
   enum hp_region_kind kind;
-  bool guard;              /* an inaccessible page of ours sits right below base */
+  bool guard; /* an inaccessible page of ours sits right below base */
 };
 
 HP_INTERNAL int region_reserve(struct region *r, size_t len, size_t align, enum hp_region_kind want);
@@ -55,7 +55,9 @@ HP_INTERNAL enum hp_region_kind region_kind_for_mode(void);
  * with one compare-and-swap when free; contended, it spins briefly, then
  * sleeps in the kernel (futex) -- the classic three-state mutex.  Cheaper
  * than pthread_mutex_t on the paths every free and malloc miss take.  */
-typedef struct { int v; } hp_lock_t;
+typedef struct {
+  int v;
+} hp_lock_t;
 
 static inline void hp_lock_init(hp_lock_t *l) { __atomic_store_n(&l->v, 0, __ATOMIC_RELAXED); }
 static inline bool hp_lock_try(hp_lock_t *l) {
@@ -75,11 +77,11 @@ static inline void hp_unlock(hp_lock_t *l) {
 /* A heap: one region holding chunks of one arena.  Non-main heaps are
    aligned to heap_max so a chunk finds its heap by masking its address.  */
 struct heap {
-  struct arena *ar;        /* owner */
-  struct heap *prev;       /* older heap of the same arena, or NULL */
-  struct region reg;       /* the address space */
-  struct chunk *first;     /* the heap's first chunk */
-  struct chunk *fence;     /* when sealed (not the arena's current heap): the fencepost chunk */
+  struct arena *ar;    /* owner */
+  struct heap *prev;   /* older heap of the same arena, or NULL */
+  struct region reg;   /* the address space */
+  struct chunk *first; /* the heap's first chunk */
+  struct chunk *fence; /* when sealed (not the arena's current heap): the fencepost chunk */
 };
 
 struct arena {
@@ -88,18 +90,18 @@ struct arena {
   struct chunk *fastbins[NFASTBINS]; /* pushed without the lock (atomics), popped with it */
   struct chunk *top;
   struct chunk *last_remainder;
-  struct chunk bins[NBINS];          /* bin headers: only fd and bk are used */
+  struct chunk bins[NBINS]; /* bin headers: only fd and bk are used */
   unsigned binmap[BINMAPSIZE];
-  bool have_fastchunks;               /* set without the lock, cleared with it (atomics) */
-  struct heap *heap;                 /* current heap (holds top) */
-  size_t system_mem;                 /* committed bytes in this arena's heaps */
+  bool have_fastchunks; /* set without the lock, cleared with it (atomics) */
+  struct heap *heap;    /* current heap (holds top) */
+  size_t system_mem;    /* committed bytes in this arena's heaps */
   size_t max_system_mem;
   size_t n_heaps;
-  size_t bytes_thp, bytes_hugetlb;   /* committed bytes by kind */
-  int index;                         /* 0 = main arena */
+  size_t bytes_thp, bytes_hugetlb; /* committed bytes by kind */
+  int index;                       /* 0 = main arena */
   /* Guarded by hp_list_lock: */
-  struct arena *next;                /* all arenas, a ring starting at the main arena */
-  struct arena *next_free;           /* arenas with no attached thread */
+  struct arena *next;      /* all arenas, a ring starting at the main arena */
+  struct arena *next_free; /* arenas with no attached thread */
   size_t attached_threads;
 };
 
@@ -110,24 +112,24 @@ struct hp_params {
   size_t trim_threshold;
   size_t mmap_threshold;
   int n_mmaps_max;
-  bool no_dyn_threshold;      /* a threshold was set: no dynamic adjustment */
+  bool no_dyn_threshold; /* a threshold was set: no dynamic adjustment */
   size_t arena_test;
   size_t arena_max;
-  size_t max_fast;            /* largest fastbin chunk size (0 disables) */
+  size_t max_fast; /* largest fastbin chunk size (0 disables) */
   int perturb;
   int check_action;
   size_t tcache_max_bytes;
   size_t tcache_bins;
   size_t tcache_count;
   size_t tcache_unsorted_limit;
-  int hugetlb_mode;           /* 0, 1, 2 as resolved */
-  size_t hugetlb_size;        /* hugetlb page size in mode 2 */
-  size_t thp_size;            /* PMD size used in mode 1 */
+  int hugetlb_mode;    /* 0, 1, 2 as resolved */
+  size_t hugetlb_size; /* hugetlb page size in mode 2 */
+  size_t thp_size;     /* PMD size used in mode 1 */
   size_t huge_waste_pct;
-  const char *mode_reason;    /* why the mode resolved as it did */
-  size_t heap_max;            /* size and alignment of non-main heaps (power of two) */
-  size_t page;                /* base page size */
-  size_t max_request;         /* larger requests fail at once (address space, PTRDIFF_MAX) */
+  const char *mode_reason; /* why the mode resolved as it did */
+  size_t heap_max;         /* size and alignment of non-main heaps (power of two) */
+  size_t page;             /* base page size */
+  size_t max_request;      /* larger requests fail at once (address space, PTRDIFF_MAX) */
   /* statistics (atomic) */
   _Atomic size_t n_mmaps, max_n_mmaps;
   _Atomic size_t mmapped_mem, max_mmapped_mem;
@@ -141,7 +143,7 @@ extern struct hp_placement hp_placement HP_INTERNAL;
 extern struct arena main_arena HP_INTERNAL;
 extern pthread_mutex_t hp_list_lock HP_INTERNAL;
 extern uintptr_t hp_tcache_key HP_INTERNAL;
-extern bool hp_vg HP_INTERNAL;          /* running under valgrind */
+extern bool hp_vg HP_INTERNAL; /* running under valgrind */
 extern _Atomic int hp_initialized HP_INTERNAL;
 
 static inline struct heap *heap_for_ptr(const void *p) {
@@ -157,27 +159,28 @@ static inline struct chunk *bin_at(struct arena *ar, unsigned i) { return &ar->b
 enum { TCACHE_MAX_BINS = 64 };
 
 struct tc_entry {
-  struct tc_entry *next;   /* mangled */
-  uintptr_t key;           /* hp_tcache_key while in the cache: double-free detection */
+  struct tc_entry *next; /* mangled */
+  uintptr_t key;         /* hp_tcache_key while in the cache: double-free detection */
 };
 
 struct hp_thread {
   struct tc_entry *entries[TCACHE_MAX_BINS];
   uint16_t counts[TCACHE_MAX_BINS];
-  size_t limit;            /* max entries per bin; 0 = tcache off for this thread */
-  struct arena *arena;     /* arena this thread allocates from */
-  int state;               /* HP_THREAD_NEW, _ACTIVE, _DONE */
-  bool in_fork;            /* this thread holds every arena lock for fork(): lock nothing */
+  size_t limit;        /* max entries per bin; 0 = tcache off for this thread */
+  struct arena *arena; /* arena this thread allocates from */
+  int state;           /* HP_THREAD_NEW, _ACTIVE, _DONE */
+  bool in_fork;        /* this thread holds every arena lock for fork(): lock nothing */
 };
 enum { HP_THREAD_NEW = 0, HP_THREAD_ACTIVE = 1, HP_THREAD_DONE = 2 };
 
 extern __thread struct hp_thread hp_self HP_INTERNAL __attribute__((tls_model("initial-exec")));
-extern size_t hp_tc_max_request HP_INTERNAL;   /* largest request the tcache serves; 0 before init */
+extern size_t hp_tc_max_request HP_INTERNAL; /* largest request the tcache serves; 0 before init */
 
 /* glibc's flag: true until the process creates its first thread (and
    again in a fork child).  Only the one thread can change it, and never
    inside an allocator call, so a lock skipped on entry is skipped on exit.  */
-extern char __libc_single_threaded __attribute__((weak)); // NOLINT(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp): glibc's name
+// NOLINTNEXTLINE(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp): glibc's name
+extern char __libc_single_threaded __attribute__((weak));
 static inline bool hp_single_threaded(void) { return &__libc_single_threaded && __libc_single_threaded; }
 
 /* No locking while the process has one thread (as glibc); and while a
@@ -298,16 +301,25 @@ HP_INTERNAL int hp_stats(struct hpmalloc_stats *out, size_t size);
 #ifdef HP_HAVE_VALGRIND
 #include <valgrind/memcheck.h>
 #include <valgrind/valgrind.h>
-static inline void vg_enter(void) { if (HP_UNLIKELY(hp_vg)) VALGRIND_DISABLE_ERROR_REPORTING; }
-static inline void vg_leave(void) { if (HP_UNLIKELY(hp_vg)) VALGRIND_ENABLE_ERROR_REPORTING; }
+static inline void vg_enter(void) {
+  if (HP_UNLIKELY(hp_vg)) VALGRIND_DISABLE_ERROR_REPORTING;
+}
+static inline void vg_leave(void) {
+  if (HP_UNLIKELY(hp_vg)) VALGRIND_ENABLE_ERROR_REPORTING;
+}
 /* A value computed from metadata with reporting off may carry memcheck's
    "undefined" shadow of the blocks around it; what hpmalloc hands to the
    program (pointers, sizes, statistics) is real and defined.  */
-static inline void vg_define(void *v, size_t len) { if (HP_UNLIKELY(hp_vg)) VALGRIND_MAKE_MEM_DEFINED(v, len); }
+static inline void vg_define(void *v, size_t len) {
+  if (HP_UNLIKELY(hp_vg)) VALGRIND_MAKE_MEM_DEFINED(v, len);
+}
 #else
 static inline void vg_enter(void) {}
 static inline void vg_leave(void) {}
-static inline void vg_define(void *v, size_t len) { (void)v; (void)len; }
+static inline void vg_define(void *v, size_t len) {
+  (void)v;
+  (void)len;
+}
 #endif
 
 /* ------------------------------------------------------------------ perturb */

@@ -64,9 +64,16 @@ static void vg_usable(void *p, size_t *n) {
   if (slack) VALGRIND_MAKE_MEM_UNDEFINED(slack, (size_t)((char *)p + *n - slack));
 }
 #else
-static inline void vg_alloc_at(void **pp, size_t n, bool zeroed) { (void)pp; (void)n; (void)zeroed; }
+static inline void vg_alloc_at(void **pp, size_t n, bool zeroed) {
+  (void)pp;
+  (void)n;
+  (void)zeroed;
+}
 static inline void vg_free(void *p) { (void)p; }
-static inline void vg_usable(void *p, size_t *n) { (void)p; (void)n; }
+static inline void vg_usable(void *p, size_t *n) {
+  (void)p;
+  (void)n;
+}
 #endif
 
 /* ------------------------------------------------------------------ core paths */
@@ -123,8 +130,8 @@ static void *malloc_slow(size_t n) {
      looked already) goes straight to its arena */
   if (HP_LIKELY(!hp_vg && hp_self.state == HP_THREAD_ACTIVE && !hopeless(n) &&
                 atomic_load_explicit(&hp_initialized, memory_order_relaxed) == 2)) {
-    void *p = (n <= hp_tc_max_request || csize2tidx(request2size(n)) >= mp.tcache_bins) ? alloc_from_arena(n)
-                                                                                        : alloc_core(n);
+    void *p =
+        (n <= hp_tc_max_request || csize2tidx(request2size(n)) >= mp.tcache_bins) ? alloc_from_arena(n) : alloc_core(n);
     if (p && HP_UNLIKELY(mp.perturb) && !chunk_is_mmapped(mem2chunk(p))) perturb_alloc(p, n);
     return p;
   }
@@ -205,8 +212,10 @@ HP_EXPORT void HP_API(free)(void *p) {
           return;
         }
       }
-      if (size <= mp.max_fast) fastbin_push(arena_for_chunk(c), c); /* no lock */
-      else int_free(arena_for_chunk(c), c);
+      if (size <= mp.max_fast)
+        fastbin_push(arena_for_chunk(c), c); /* no lock */
+      else
+        int_free(arena_for_chunk(c), c);
       return;
     }
   }
@@ -390,8 +399,10 @@ HP_EXPORT size_t HP_API(malloc_usable_size)(void *p) {
   struct chunk *c = mem2chunk(p);
   size_t n;
   vg_enter();
-  if (chunk_is_mmapped(c)) n = chunksize(c) - CHUNK_HDR;
-  else n = inuse(c) ? chunksize(c) - SIZE_SZ : 0;
+  if (chunk_is_mmapped(c))
+    n = chunksize(c) - CHUNK_HDR;
+  else
+    n = inuse(c) ? chunksize(c) - SIZE_SZ : 0;
   vg_leave();
   vg_usable(p, &n);
   return n;

@@ -60,7 +60,10 @@ static void stats_sub(size_t len, enum hp_region_kind kind) {
 void *mmap_chunk(size_t nb) {
   size_t len = nb + SIZE_SZ;
   // cppcheck-suppress knownConditionTrueFalse ; not always false: the addition wraps for nb near SIZE_MAX
-  if (len < nb) { errno = ENOMEM; return NULL; }
+  if (len < nb) {
+    errno = ENOMEM;
+    return NULL;
+  }
   enum hp_region_kind kind;
   char *base = region_map_chunk(&len, &kind);
   if (!base) return NULL;
@@ -74,8 +77,7 @@ void *mmap_chunk(size_t nb) {
 static void check_mapped(const struct chunk *c) {
   uintptr_t base = (uintptr_t)c - mm_offset(c);
   size_t total = mmapped_region_size(c);
-  if (((base | total) & (mp.page - 1)) != 0 || total < chunksize(c))
-    hp_fatal("munmap_chunk(): invalid pointer");
+  if (((base | total) & (mp.page - 1)) != 0 || total < chunksize(c)) hp_fatal("munmap_chunk(): invalid pointer");
 }
 
 void munmap_chunk(struct chunk *c) {

@@ -50,10 +50,8 @@ enum hp_region_kind region_kind_for_mode(void) {
     if (atomic_load_explicit(&hugetlb_backoff, memory_order_relaxed) == 0) return HP_REGION_HUGETLB;
     atomic_fetch_sub_explicit(&hugetlb_backoff, 1, memory_order_relaxed);
     return mp.thp_size ? HP_REGION_THP : HP_REGION_BASE;
-  case 1:
-    return HP_REGION_THP;
-  default:
-    return HP_REGION_BASE;
+  case 1: return HP_REGION_THP;
+  default: return HP_REGION_BASE;
   }
 }
 
@@ -70,12 +68,15 @@ static void note_hugetlb_failure(void) {
   atomic_store_explicit(&hugetlb_backoff, HUGETLB_BACKOFF, memory_order_relaxed);
 }
 
-static void *map_aligned_anywhere(size_t len, size_t align, uintptr_t hint, enum hp_prot prot,
-                         unsigned flags, size_t huge) {
+static void *map_aligned_anywhere(size_t len, size_t align, uintptr_t hint, enum hp_prot prot, unsigned flags,
+                                  size_t huge) {
   void *p = hp_kernel.map((void *)hint, len, prot, flags, huge);
   if (p && ((uintptr_t)p & (align - 1)) == 0) return p;
   if (p) hp_kernel.unmap(p, len);
-  if (len + align < len) { errno = ENOMEM; return NULL; }
+  if (len + align < len) {
+    errno = ENOMEM;
+    return NULL;
+  }
   size_t gran = (flags & HP_MAP_HUGETLB) ? huge : mp.page;
   size_t span = len + align - gran;
   char *raw = hp_kernel.map((void *)hint, span, prot, flags, huge);
@@ -119,8 +120,7 @@ static void *map_below_last(size_t len, size_t align, enum hp_prot prot, unsigne
 /* Map len bytes aligned to align (a power of two >= the page), at or near
    hint.  Over-reserves by align and trims both ends when the kernel's
    address is not aligned.  */
-static void *map_aligned(size_t len, size_t align, uintptr_t hint, enum hp_prot prot,
-                         unsigned flags, size_t huge) {
+static void *map_aligned(size_t len, size_t align, uintptr_t hint, enum hp_prot prot, unsigned flags, size_t huge) {
   void *p = hint ? NULL : map_below_last(len, align, prot, flags, huge);
   if (!p) p = map_aligned_anywhere(len, align, hint, prot, flags, huge);
   return p;
@@ -158,8 +158,7 @@ static int reserve_hugetlb(struct region *r, size_t len, size_t align) {
   if (len >= hp_placement.huge_align && align < hp_placement.huge_align) align = hp_placement.huge_align;
   /* readable and writable from the start: hugetlb mappings never merge
      again once mprotect splits them, so commit by populating instead */
-  void *p = map_aligned(len, align, next_hint(HP_REGION_HUGETLB), HP_PROT_RW,
-                        HP_MAP_HUGETLB | HP_MAP_NORESERVE, hsz);
+  void *p = map_aligned(len, align, next_hint(HP_REGION_HUGETLB), HP_PROT_RW, HP_MAP_HUGETLB | HP_MAP_NORESERVE, hsz);
   if (!p) return -1;
   *r = (struct region){ .base = p, .reserved = len, .page = hsz, .kind = HP_REGION_HUGETLB };
   return 0;
@@ -189,11 +188,19 @@ static void placed(struct region *r) {
 int region_reserve(struct region *r, size_t len, size_t align, enum hp_region_kind want) {
   int saved = errno;
   if (want == HP_REGION_HUGETLB) {
-    if (reserve_hugetlb(r, len, align) == 0) { placed(r); errno = saved; return 0; }
+    if (reserve_hugetlb(r, len, align) == 0) {
+      placed(r);
+      errno = saved;
+      return 0;
+    }
     note_hugetlb_failure();
     want = mp.thp_size ? HP_REGION_THP : HP_REGION_BASE;
   }
-  if (reserve_normal(r, len, align, want) == 0) { placed(r); errno = saved; return 0; }
+  if (reserve_normal(r, len, align, want) == 0) {
+    placed(r);
+    errno = saved;
+    return 0;
+  }
   return -1;
 }
 
@@ -251,9 +258,7 @@ static bool waste_ok(size_t len, size_t hp) {
    few kilobytes, does not take (and zero) 2 MiB for each heap.  The kernel
    gives base pages to a writable range that does not cover the whole
    aligned huge page, so nothing else is needed until the page fills.  */
-static bool young(const struct region *r) {
-  return r->kind == HP_REGION_THP && r->committed < r->page;
-}
+static bool young(const struct region *r) { return r->kind == HP_REGION_THP && r->committed < r->page; }
 
 /* The unit a commit up to `upto` is rounded to.  */
 static size_t commit_unit(const struct region *r, size_t upto) {
@@ -267,10 +272,16 @@ static size_t commit_unit(const struct region *r, size_t upto) {
 int region_commit(struct region *r, size_t upto) {
   upto = align_up(upto, commit_unit(r, upto));
   if (upto <= r->committed) return 0;
-  if (upto > r->reserved) { errno = ENOMEM; return -1; }
+  if (upto > r->reserved) {
+    errno = ENOMEM;
+    return -1;
+  }
   size_t from = r->committed;
   if (r->kind == HP_REGION_HUGETLB) {
-    if (commit_hugetlb(r, from, upto) != 0) { errno = ENOMEM; return -1; }
+    if (commit_hugetlb(r, from, upto) != 0) {
+      errno = ENOMEM;
+      return -1;
+    }
   } else if (hp_kernel.protect(r->base + from, upto - from, HP_PROT_RW) != 0) {
     errno = ENOMEM;
     return -1;
@@ -323,7 +334,12 @@ void *region_map_chunk(size_t *len, enum hp_region_kind *kind) {
   if (k == HP_REGION_HUGETLB && waste_ok(want, mp.hugetlb_size)) {
     size_t l = align_up(want, mp.hugetlb_size);
     void *p = hp_kernel.map(NULL, l, HP_PROT_RW, HP_MAP_HUGETLB, mp.hugetlb_size);
-    if (p) { *len = l; *kind = k; errno = saved; return p; }
+    if (p) {
+      *len = l;
+      *kind = k;
+      errno = saved;
+      return p;
+    }
     note_hugetlb_failure();
   }
   if (k != HP_REGION_BASE && mp.thp_size && waste_ok(want, mp.thp_size)) {
@@ -342,7 +358,10 @@ void *region_map_chunk(size_t *len, enum hp_region_kind *kind) {
   }
   errno = saved;
   void *p = hp_kernel.map(NULL, want, HP_PROT_RW, 0, 0);
-  if (!p) { errno = ENOMEM; return NULL; }
+  if (!p) {
+    errno = ENOMEM;
+    return NULL;
+  }
   *len = want;
   *kind = HP_REGION_BASE;
   return p;

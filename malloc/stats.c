@@ -39,7 +39,8 @@ static void count_bins(struct arena *ar, struct hp_arena_stats *st, struct bin_l
     }
     st->ordblks += cnt;
     st->free += bytes;
-    if (lines && cnt) lines[n++] = (struct bin_line){ i == UNSORTED_BIN ? 0 : lo, i == UNSORTED_BIN ? i : hi, bytes, cnt };
+    if (lines && cnt)
+      lines[n++] = (struct bin_line){ i == UNSORTED_BIN ? 0 : lo, i == UNSORTED_BIN ? i : hi, bytes, cnt };
   }
   if (nlines) *nlines = n;
 }
@@ -187,7 +188,8 @@ int hp_malloc_info(int options, FILE *fp) {
       if (l->from == 0 && l->to == UNSORTED_BIN)
         fprintf(fp, "  <unsorted from=\"0\" to=\"0\" total=\"%zu\" count=\"%zu\"/>\n", l->total, l->count);
       else
-        fprintf(fp, "  <size from=\"%zu\" to=\"%zu\" total=\"%zu\" count=\"%zu\"/>\n", l->from, l->to, l->total, l->count);
+        fprintf(fp, "  <size from=\"%zu\" to=\"%zu\" total=\"%zu\" count=\"%zu\"/>\n", l->from, l->to, l->total,
+                l->count);
     }
     size_t rest_bytes = st.free - st.fast_bytes, rest_count = st.ordblks;
     fprintf(fp, "</sizes>\n<total type=\"fast\" count=\"%zu\" size=\"%zu\"/>\n", st.fast_count, st.fast_bytes);
@@ -211,7 +213,8 @@ int hp_malloc_info(int options, FILE *fp) {
   }
   fprintf(fp, "<total type=\"fast\" count=\"%zu\" size=\"%zu\"/>\n", total_nfast, total_fast);
   fprintf(fp, "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n", total_nblocks, total_avail);
-  fprintf(fp, "<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n", atomic_load(&mp.n_mmaps), atomic_load(&mp.mmapped_mem));
+  fprintf(fp, "<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n", atomic_load(&mp.n_mmaps),
+          atomic_load(&mp.mmapped_mem));
   fprintf(fp, "<system type=\"current\" size=\"%zu\"/>\n", total_system);
   fprintf(fp, "<system type=\"max\" size=\"%zu\"/>\n", total_max_system);
   fprintf(fp, "<aspace type=\"total\" size=\"%zu\"/>\n", total_aspace);
@@ -222,9 +225,10 @@ int hp_malloc_info(int options, FILE *fp) {
   fprintf(fp, "  <reason>%s</reason>\n", mp.mode_reason);
   fprintf(fp, "  <placement align=\"%zu\" hint=\"0x%zx\" huge_hint=\"0x%zx\">%s</placement>\n", hp_placement.align,
           (size_t)hp_placement.hint, (size_t)hp_placement.huge_hint, hp_placement.desc);
-  fprintf(fp, "  <bytes thp=\"%zu\" hugetlb=\"%zu\" mmap_thp=\"%zu\" mmap_hugetlb=\"%zu\"/>\n", total_thp, total_hugetlb,
-          atomic_load(&mp.mmapped_thp), atomic_load(&mp.mmapped_hugetlb));
-  fprintf(fp, "  <fallbacks hugetlb=\"%zu\" thp=\"%zu\"/>\n", atomic_load(&mp.fallbacks_hugetlb), atomic_load(&mp.fallbacks_thp));
+  fprintf(fp, "  <bytes thp=\"%zu\" hugetlb=\"%zu\" mmap_thp=\"%zu\" mmap_hugetlb=\"%zu\"/>\n", total_thp,
+          total_hugetlb, atomic_load(&mp.mmapped_thp), atomic_load(&mp.mmapped_hugetlb));
+  fprintf(fp, "  <fallbacks hugetlb=\"%zu\" thp=\"%zu\"/>\n", atomic_load(&mp.fallbacks_hugetlb),
+          atomic_load(&mp.fallbacks_thp));
   fputs("</hpmalloc>\n</malloc>\n", fp);
   return 0;
 }

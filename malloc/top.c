@@ -29,8 +29,10 @@ static inline size_t arena_flag(const struct arena *ar) { return ar == &main_are
 static void account(struct arena *ar, const struct region *r, ptrdiff_t delta) {
   ar->system_mem += (size_t)delta;
   if (ar->system_mem > ar->max_system_mem) ar->max_system_mem = ar->system_mem;
-  if (r->kind == HP_REGION_THP) ar->bytes_thp += (size_t)delta;
-  else if (r->kind == HP_REGION_HUGETLB) ar->bytes_hugetlb += (size_t)delta;
+  if (r->kind == HP_REGION_THP)
+    ar->bytes_thp += (size_t)delta;
+  else if (r->kind == HP_REGION_HUGETLB)
+    ar->bytes_hugetlb += (size_t)delta;
 }
 
 /* Where chunks start in a heap whose header area is `hdr` bytes.  */
@@ -64,12 +66,18 @@ static int reserve_main(struct arena *ar, struct region *reg, size_t min, enum h
 static struct heap *heap_new(struct arena *ar, size_t hdr, size_t need, bool main) {
   struct region reg;
   size_t overhead = align_up(hdr, HP_ALIGN) + MINSIZE;
-  if (need > SIZE_MAX / 2) { errno = ENOMEM; return NULL; }
+  if (need > SIZE_MAX / 2) {
+    errno = ENOMEM;
+    return NULL;
+  }
   enum hp_region_kind kind = region_kind_for_mode();
   if (main) {
     if (reserve_main(ar, &reg, need + overhead, kind) != 0) return NULL;
   } else {
-    if (need + overhead > mp.heap_max) { errno = ENOMEM; return NULL; }
+    if (need + overhead > mp.heap_max) {
+      errno = ENOMEM;
+      return NULL;
+    }
     if (region_reserve(&reg, mp.heap_max, mp.heap_max, kind) != 0) return NULL;
   }
   if (region_commit(&reg, overhead + need) != 0 && region_commit(&reg, overhead) != 0) {
@@ -116,7 +124,7 @@ int heap_create_first(struct arena *ar, struct heap **out, size_t extra) {
    fencepost at its end and free what was its top chunk, t.  */
 static void heap_seal(struct arena *ar, struct heap *h, struct chunk *t) {
   size_t tsize = chunksize(t);
-  size_t keep = tsize - MINSIZE;              /* tsize >= MINSIZE always */
+  size_t keep = tsize - MINSIZE; /* tsize >= MINSIZE always */
   struct chunk *fence = chunk_at(t, keep);
   set_head(fence, CHUNK_HDR | PREV_INUSE);
   set_head(chunk_at(fence, CHUNK_HDR), PREV_INUSE); /* size 0 */
@@ -161,8 +169,7 @@ static int grow_in_place(struct arena *ar, size_t nb) {
     if (ar != &main_arena) return -1;
     size_t more = padded - h->reg.reserved;
     if (more < h->reg.reserved) more = h->reg.reserved; /* double the reservation */
-    if (region_extend(&h->reg, more) != 0 && region_extend(&h->reg, want - h->reg.reserved) != 0)
-      return -1;
+    if (region_extend(&h->reg, more) != 0 && region_extend(&h->reg, want - h->reg.reserved) != 0) return -1;
   }
   if (padded > h->reg.reserved) padded = h->reg.reserved;
   if (ar != &main_arena && padded > mp.heap_max) padded = mp.heap_max;
@@ -178,8 +185,7 @@ static int grow_in_place(struct arena *ar, size_t nb) {
 /* First heap of the main arena, made on first use.  */
 static int main_first_heap(struct arena *ar, size_t nb) {
   struct heap *h;
-  if (heap_create_first(ar, &h, nb + MINSIZE + mp.top_pad) != 0 &&
-      heap_create_first(ar, &h, nb + MINSIZE) != 0)
+  if (heap_create_first(ar, &h, nb + MINSIZE + mp.top_pad) != 0 && heap_create_first(ar, &h, nb + MINSIZE) != 0)
     return -1;
   heap_attach_arena_top(ar, h, first_chunk_addr(h, sizeof(struct heap)));
   return 0;
@@ -194,8 +200,10 @@ void *sys_grow(struct arena *ar, size_t nb) {
     if (p) return p;
   }
   int ok;
-  if (!ar->heap) ok = ar == &main_arena ? main_first_heap(ar, nb) : -1;
-  else ok = grow_in_place(ar, nb);
+  if (!ar->heap)
+    ok = ar == &main_arena ? main_first_heap(ar, nb) : -1;
+  else
+    ok = grow_in_place(ar, nb);
   if (ok != 0) ok = grow_new_heap(ar, nb);
   void *m = ok == 0 ? top_take(ar, nb) : NULL;
   if (m) return m;

@@ -20,13 +20,13 @@ ANALYZE_CPPCHECK := cppcheck -q --std=c11 --enable=warning,style,performance,por
 	--inline-suppr --error-exitcode=1 --template='{file}:{line}: {severity}: {id}: {message}' \
 	$(ANALYZE_INC) -D__linux__ -D__x86_64__ -D__GNUC__ $(ANALYZE_DEFS)
 
-.PHONY: analyze analyze-gcc analyze-cppcheck analyze-tidy analyze-deps
+.PHONY: analyze analyze-gcc analyze-cppcheck analyze-tidy analyze-format analyze-deps format
 analyze: analyze-deps
-	@find $(ANALYZE_DIR) -name '*.bad' -delete 2>/dev/null; \
-	  $(MAKE) --no-print-directory -k analyze-gcc analyze-cppcheck analyze-tidy; rc=$$?; \
-	  n=$$({ find $(ANALYZE_DIR) -name '*.bad' -exec cat {} +; cat $(ANALYZE_DIR)/cppcheck.log; } 2>/dev/null | \
-	    grep -c ': warning:\|: error:\|: style:\|: portability:\|: performance:'); \
-	  echo "analyze: $(words $(ANALYZE_SRCS)) files, gcc -fanalyzer + cppcheck + clang-tidy: $$n findings"; \
+	@find $(ANALYZE_DIR) -name '*.bad' -delete 2>/dev/null; rm -f $(ANALYZE_DIR)/format.log; \
+	  $(MAKE) --no-print-directory -k analyze-gcc analyze-cppcheck analyze-tidy analyze-format; rc=$$?; \
+	  n=$$({ find $(ANALYZE_DIR) -name '*.bad' -exec cat {} +; cat $(ANALYZE_DIR)/cppcheck.log $(ANALYZE_DIR)/format.log; } \
+	    2>/dev/null | grep -c ': warning:\|: error:\|: style:\|: portability:\|: performance:'); \
+	  echo "analyze: $(words $(ANALYZE_SRCS)) files, gcc -fanalyzer + cppcheck + clang-tidy + clang-format: $$n findings"; \
 	  [ $$rc -eq 0 ] && [ $$n -eq 0 ]
 
 analyze-deps:
@@ -59,3 +59,14 @@ $(ANALYZE_DIR)/tidy/%.log: %.c .clang-tidy $(ANALYZE_TIDY_CFG)
 	   mv $@.tmp $@.bad; rm -f $@.err; exit 1; fi
 
 analyze-tidy: $(ANALYZE_TIDY)
+
+# The sources and headers of the analysed directories and include/ follow
+# .clang-format: each difference is an error line in format.log.
+FORMAT_SRCS := $(sort $(shell find $(ANALYZE_DIRS) include -name '*.[ch]'))
+analyze-format:
+	@mkdir -p $(ANALYZE_DIR)
+	@clang-format --dry-run --Werror $(FORMAT_SRCS) >$(ANALYZE_DIR)/format.log 2>&1; rc=$$?; \
+	  cat $(ANALYZE_DIR)/format.log; [ $$rc -eq 0 ] || echo "analyze-format: run 'make format' to apply .clang-format"; exit $$rc
+
+format:
+	clang-format -i $(FORMAT_SRCS)

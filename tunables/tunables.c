@@ -34,13 +34,13 @@
 
 #include "tunables.h"
 
-#define HP_KIB ((uint64_t) 1024)
+#define HP_KIB ((uint64_t)1024)
 #define HP_MIB (HP_KIB * 1024)
 #define HP_U64_MAX UINT64_MAX
-#define HP_SZ_MAX ((uint64_t) SIZE_MAX)
-#define HP_I32_MAX ((uint64_t) INT32_MAX)
+#define HP_SZ_MAX ((uint64_t)SIZE_MAX)
+#define HP_I32_MAX ((uint64_t)INT32_MAX)
 
-_Static_assert (HP_T_COUNT <= 32, "set_mask has 32 bits");
+_Static_assert(HP_T_COUNT <= 32, "set_mask has 32 bits");
 
 /* Values are glibc 2.36's on 64-bit targets:
    top_pad, trim_threshold, mmap_threshold default: 128 KiB (DEFAULT_TOP_PAD
@@ -55,40 +55,24 @@ _Static_assert (HP_T_COUNT <= 32, "set_mask has 32 bits");
    mxfast: MAX_FAST_SIZE = 80 * 8 / 4 = 160, default 64 * 8 / 4 = 128;
    hugetlb: 0 off, 1 THP madvise, 2 hugetlbfs default size, else a size.  */
 const struct hp_tunable_desc hp_tunable_table[HP_T_COUNT] = {
-  [HP_T_CHECK] = { "glibc.malloc.check", "MALLOC_CHECK_",
-                   HP_TT_INT32, 0, 3, 0 },
-  [HP_T_TOP_PAD] = { "glibc.malloc.top_pad", "MALLOC_TOP_PAD_",
-                     HP_TT_SIZE, 0, HP_SZ_MAX, 128 * HP_KIB },
-  [HP_T_PERTURB] = { "glibc.malloc.perturb", "MALLOC_PERTURB_",
-                     HP_TT_INT32, 0, 0xff, 0 },
-  [HP_T_MMAP_THRESHOLD] = { "glibc.malloc.mmap_threshold",
-                            "MALLOC_MMAP_THRESHOLD_", HP_TT_SIZE,
-                            0, HP_SZ_MAX, 128 * HP_KIB },
-  [HP_T_TRIM_THRESHOLD] = { "glibc.malloc.trim_threshold",
-                            "MALLOC_TRIM_THRESHOLD_", HP_TT_SIZE,
-                            0, HP_SZ_MAX, 128 * HP_KIB },
-  [HP_T_MMAP_MAX] = { "glibc.malloc.mmap_max", "MALLOC_MMAP_MAX_",
-                      HP_TT_INT32, 0, HP_I32_MAX, 65536 },
-  [HP_T_ARENA_MAX] = { "glibc.malloc.arena_max", "MALLOC_ARENA_MAX",
-                       HP_TT_SIZE, 1, HP_SZ_MAX, 0 },
-  [HP_T_ARENA_TEST] = { "glibc.malloc.arena_test", "MALLOC_ARENA_TEST",
-                        HP_TT_SIZE, 1, HP_SZ_MAX, 8 },
-  [HP_T_TCACHE_MAX] = { "glibc.malloc.tcache_max", NULL,
-                        HP_TT_SIZE, 0, 1032, 1032 },
-  [HP_T_TCACHE_COUNT] = { "glibc.malloc.tcache_count", NULL,
-                          HP_TT_SIZE, 0, 65535, 7 },
-  [HP_T_TCACHE_UNSORTED_LIMIT] = { "glibc.malloc.tcache_unsorted_limit", NULL,
-                                   HP_TT_SIZE, 0, HP_SZ_MAX, 0 },
-  [HP_T_MXFAST] = { "glibc.malloc.mxfast", NULL,
-                    HP_TT_SIZE, 0, 160, 128 },
-  [HP_T_HUGETLB] = { "glibc.malloc.hugetlb", NULL,
-                     HP_TT_SIZE, 0, HP_SZ_MAX, 0 },
-  [HP_T_HUGETLB_SIZE] = { "hpmalloc.hugetlb_size", NULL,
-                          HP_TT_SIZE, 0, HP_SZ_MAX, 0 },
-  [HP_T_HUGE_WASTE] = { "hpmalloc.huge_waste", NULL,
-                        HP_TT_INT32, 0, 100, 12 },
-  [HP_T_VERBOSE] = { "hpmalloc.verbose", "HPMALLOC_VERBOSE",
-                     HP_TT_INT32, 0, 1, 0 },
+  [HP_T_CHECK] = { "glibc.malloc.check", "MALLOC_CHECK_", HP_TT_INT32, 0, 3, 0 },
+  [HP_T_TOP_PAD] = { "glibc.malloc.top_pad", "MALLOC_TOP_PAD_", HP_TT_SIZE, 0, HP_SZ_MAX, 128 * HP_KIB },
+  [HP_T_PERTURB] = { "glibc.malloc.perturb", "MALLOC_PERTURB_", HP_TT_INT32, 0, 0xff, 0 },
+  [HP_T_MMAP_THRESHOLD] = { "glibc.malloc.mmap_threshold", "MALLOC_MMAP_THRESHOLD_", HP_TT_SIZE, 0, HP_SZ_MAX,
+                            128 * HP_KIB },
+  [HP_T_TRIM_THRESHOLD] = { "glibc.malloc.trim_threshold", "MALLOC_TRIM_THRESHOLD_", HP_TT_SIZE, 0, HP_SZ_MAX,
+                            128 * HP_KIB },
+  [HP_T_MMAP_MAX] = { "glibc.malloc.mmap_max", "MALLOC_MMAP_MAX_", HP_TT_INT32, 0, HP_I32_MAX, 65536 },
+  [HP_T_ARENA_MAX] = { "glibc.malloc.arena_max", "MALLOC_ARENA_MAX", HP_TT_SIZE, 1, HP_SZ_MAX, 0 },
+  [HP_T_ARENA_TEST] = { "glibc.malloc.arena_test", "MALLOC_ARENA_TEST", HP_TT_SIZE, 1, HP_SZ_MAX, 8 },
+  [HP_T_TCACHE_MAX] = { "glibc.malloc.tcache_max", NULL, HP_TT_SIZE, 0, 1032, 1032 },
+  [HP_T_TCACHE_COUNT] = { "glibc.malloc.tcache_count", NULL, HP_TT_SIZE, 0, 65535, 7 },
+  [HP_T_TCACHE_UNSORTED_LIMIT] = { "glibc.malloc.tcache_unsorted_limit", NULL, HP_TT_SIZE, 0, HP_SZ_MAX, 0 },
+  [HP_T_MXFAST] = { "glibc.malloc.mxfast", NULL, HP_TT_SIZE, 0, 160, 128 },
+  [HP_T_HUGETLB] = { "glibc.malloc.hugetlb", NULL, HP_TT_SIZE, 0, HP_SZ_MAX, 0 },
+  [HP_T_HUGETLB_SIZE] = { "hpmalloc.hugetlb_size", NULL, HP_TT_SIZE, 0, HP_SZ_MAX, 0 },
+  [HP_T_HUGE_WASTE] = { "hpmalloc.huge_waste", NULL, HP_TT_INT32, 0, 100, 12 },
+  [HP_T_VERBOSE] = { "hpmalloc.verbose", "HPMALLOC_VERBOSE", HP_TT_INT32, 0, 1, 0 },
 };
 
 static const char glibc_prefix[] = "glibc.";
@@ -99,43 +83,32 @@ static const char tunables_env[] = "GLIBC_TUNABLES";
 
 /* Does s[0..len) equal the NUL-terminated z exactly?  Reads at most len
    bytes of s and never past z's NUL.  */
-static inline int
-hp_str_eq (const char *z, const char *s, size_t len)
-{
+static inline int hp_str_eq(const char *z, const char *s, size_t len) {
   size_t i = 0;
   for (; i < len; i++)
-    if (z[i] == '\0' || z[i] != s[i])
-      return 0;
+    if (z[i] == '\0' || z[i] != s[i]) return 0;
   return z[i] == '\0';
 }
 
 /* Does s[0..len) start with the NUL-terminated prefix z?  */
-static inline int
-hp_has_prefix (const char *s, size_t len, const char *z)
-{
+static inline int hp_has_prefix(const char *s, size_t len, const char *z) {
   size_t i = 0;
   for (; z[i] != '\0'; i++)
-    if (i >= len || s[i] != z[i])
-      return 0;
+    if (i >= len || s[i] != z[i]) return 0;
   return 1;
 }
 
 /* Length of the run of s before the first NUL or `stop` (pass '\0' for
    none).  */
-static inline size_t
-hp_span_to (const char *s, char stop)
-{
+static inline size_t hp_span_to(const char *s, char stop) {
   size_t n = 0;
-  while (s[n] != '\0' && s[n] != stop)
-    n++;
+  while (s[n] != '\0' && s[n] != stop) n++;
   return n;
 }
 
 /* ------------------------------------------------------------ numbers */
 
-static inline int
-hp_digit_value (char c, unsigned base)
-{
+static inline int hp_digit_value(char c, unsigned base) {
   int d = -1;
   if (c >= '0' && c <= '9')
     d = c - '0';
@@ -143,199 +116,142 @@ hp_digit_value (char c, unsigned base)
     d = c - 'a' + 10;
   else if (c >= 'A' && c <= 'F')
     d = c - 'A' + 10;
-  return d >= 0 && (unsigned) d < base ? d : -1;
+  return d >= 0 && (unsigned)d < base ? d : -1;
 }
 
 /* Pick the base from s[*i..len) and step over a "0x" prefix.  The caller
    has checked that s[*i] is a decimal digit.  */
-static inline unsigned
-hp_number_base (const char *s, size_t len, size_t *i)
-{
-  if (s[*i] != '0')
-    return 10;
-  if (*i + 1 < len && (s[*i + 1] == 'x' || s[*i + 1] == 'X'))
-    {
-      *i += 2;
-      return 16;
-    }
+static inline unsigned hp_number_base(const char *s, size_t len, size_t *i) {
+  if (s[*i] != '0') return 10;
+  if (*i + 1 < len && (s[*i + 1] == 'x' || s[*i + 1] == 'X')) {
+    *i += 2;
+    return 16;
+  }
   return 8;
 }
 
 /* Parse all of s[0..len) as one number with _dl_strtoul's syntax.
    Returns 1 and stores *out on success; 0 if the text is empty, has no
    digits, has anything after the number, or overflows 64 bits.  */
-static int
-hp_parse_number (const char *s, size_t len, uint64_t *out)
-{
+static int hp_parse_number(const char *s, size_t len, uint64_t *out) {
   size_t i = 0;
   int negative = 0;
-  while (i < len && (s[i] == ' ' || s[i] == '\t'))
-    i++;
-  if (i < len && (s[i] == '-' || s[i] == '+'))
-    negative = s[i++] == '-';
-  if (i >= len || s[i] < '0' || s[i] > '9')
-    return 0;
-  unsigned base = hp_number_base (s, len, &i);
-  if (i >= len)
-    return 0;                     /* "0x" with no digits */
+  while (i < len && (s[i] == ' ' || s[i] == '\t')) i++;
+  if (i < len && (s[i] == '-' || s[i] == '+')) negative = s[i++] == '-';
+  if (i >= len || s[i] < '0' || s[i] > '9') return 0;
+  unsigned base = hp_number_base(s, len, &i);
+  if (i >= len) return 0; /* "0x" with no digits */
   uint64_t r = 0;
-  for (; i < len; i++)
-    {
-      int d = hp_digit_value (s[i], base);
-      if (d < 0 || r > (HP_U64_MAX - (unsigned) d) / base)
-        return 0;                 /* junk after the number, or overflow */
-      r = r * base + (unsigned) d;
-    }
-  *out = negative ? (uint64_t) 0 - r : r;
+  for (; i < len; i++) {
+    int d = hp_digit_value(s[i], base);
+    if (d < 0 || r > (HP_U64_MAX - (unsigned)d) / base) return 0; /* junk after the number, or overflow */
+    r = r * base + (unsigned)d;
+  }
+  *out = negative ? (uint64_t)0 - r : r;
   return 1;
 }
 
 /* ------------------------------------------------------------ table */
 
-static inline int
-hp_in_range (const struct hp_tunable_desc *d, uint64_t v)
-{
-  if (d->type == HP_TT_INT32)
-    return (int64_t) v >= (int64_t) d->min && (int64_t) v <= (int64_t) d->max;
+static inline int hp_in_range(const struct hp_tunable_desc *d, uint64_t v) {
+  if (d->type == HP_TT_INT32) return (int64_t)v >= (int64_t)d->min && (int64_t)v <= (int64_t)d->max;
   return v >= d->min && v <= d->max;
 }
 
 /* Parse value text for tunable `id` and store it if valid.  Returns 1 if
    the value was taken, 0 if it was ignored.  */
-static int
-hp_set_from_text (struct hp_tunable_values *out, int id, const char *v,
-                  size_t len)
-{
+static int hp_set_from_text(struct hp_tunable_values *out, int id, const char *v, size_t len) {
   uint64_t n;
-  if (!hp_parse_number (v, len, &n) || !hp_in_range (&hp_tunable_table[id], n))
-    return 0;
+  if (!hp_parse_number(v, len, &n) || !hp_in_range(&hp_tunable_table[id], n)) return 0;
   out->val[id] = n;
-  out->set_mask |= (uint32_t) 1 << id;
+  out->set_mask |= (uint32_t)1 << id;
   return 1;
 }
 
-int
-hp_tunable_lookup (const char *name, size_t len)
-{
-  if (name == NULL)
-    return -1;
-  int short_form = hp_has_prefix (name, len, short_prefix);
-  for (int id = 0; id < HP_T_COUNT; id++)
-    {
-      const char *full = hp_tunable_table[id].name;
-      if (hp_str_eq (full, name, len))
-        return id;
-      if (short_form && hp_has_prefix (full, sizeof glibc_prefix - 1,
-                                       glibc_prefix)
-          && hp_str_eq (full + sizeof glibc_prefix - 1, name, len))
-        return id;
-    }
+int hp_tunable_lookup(const char *name, size_t len) {
+  if (name == NULL) return -1;
+  int short_form = hp_has_prefix(name, len, short_prefix);
+  for (int id = 0; id < HP_T_COUNT; id++) {
+    const char *full = hp_tunable_table[id].name;
+    if (hp_str_eq(full, name, len)) return id;
+    if (short_form && hp_has_prefix(full, sizeof glibc_prefix - 1, glibc_prefix) &&
+        hp_str_eq(full + sizeof glibc_prefix - 1, name, len))
+      return id;
+  }
   return -1;
 }
 
 /* ------------------------------------------------------------ GLIBC_TUNABLES */
 
 /* Apply one "name=value" whose name is s[0..nlen) and value v[0..vlen).  */
-static inline void
-hp_apply_entry (struct hp_tunable_values *out, const char *s, size_t nlen,
-                const char *v, size_t vlen)
-{
-  int id = hp_tunable_lookup (s, nlen);
-  if (id >= 0)
-    hp_set_from_text (out, id, v, vlen);
+static inline void hp_apply_entry(struct hp_tunable_values *out, const char *s, size_t nlen, const char *v,
+                                  size_t vlen) {
+  int id = hp_tunable_lookup(s, nlen);
+  if (id >= 0) hp_set_from_text(out, id, v, vlen);
 }
 
-void
-hp_tunables_apply_string (struct hp_tunable_values *out, const char *s)
-{
-  if (out == NULL || s == NULL)
-    return;
-  for (;;)
-    {
-      size_t nlen = 0;
-      while (s[nlen] != '\0' && s[nlen] != '=' && s[nlen] != ':')
-        nlen++;
-      if (s[nlen] == '\0')
-        return;                   /* a trailing name with no '=' ends it */
-      if (s[nlen] == ':')
-        {
-          s += nlen + 1;          /* a name with no value: skip it */
-          continue;
-        }
-      const char *v = s + nlen + 1;
-      size_t vlen = hp_span_to (v, ':');
-      hp_apply_entry (out, s, nlen, v, vlen);
-      if (v[vlen] == '\0')
-        return;
-      s = v + vlen + 1;
+void hp_tunables_apply_string(struct hp_tunable_values *out, const char *s) {
+  if (out == NULL || s == NULL) return;
+  for (;;) {
+    size_t nlen = 0;
+    while (s[nlen] != '\0' && s[nlen] != '=' && s[nlen] != ':') nlen++;
+    if (s[nlen] == '\0') return; /* a trailing name with no '=' ends it */
+    if (s[nlen] == ':') {
+      s += nlen + 1; /* a name with no value: skip it */
+      continue;
     }
+    const char *v = s + nlen + 1;
+    size_t vlen = hp_span_to(v, ':');
+    hp_apply_entry(out, s, nlen, v, vlen);
+    if (v[vlen] == '\0') return;
+    s = v + vlen + 1;
+  }
 }
 
 /* ------------------------------------------------------------ environment */
 
 /* Split "NAME=value": *nlen is the length of NAME.  Returns the value, or
    NULL if the entry has no '='.  */
-static inline const char *
-hp_env_split (const char *e, size_t *nlen)
-{
-  size_t n = hp_span_to (e, '=');
+static inline const char *hp_env_split(const char *e, size_t *nlen) {
+  size_t n = hp_span_to(e, '=');
   *nlen = n;
   return e[n] == '=' ? e + n + 1 : NULL;
 }
 
 /* The alias row named e[0..nlen), or -1.  */
-static inline int
-hp_alias_lookup (const char *e, size_t nlen)
-{
-  for (int id = 0; id < HP_T_COUNT; id++)
-    {
-      const char *a = hp_tunable_table[id].env_alias;
-      if (a != NULL && hp_str_eq (a, e, nlen))
-        return id;
-    }
+static inline int hp_alias_lookup(const char *e, size_t nlen) {
+  for (int id = 0; id < HP_T_COUNT; id++) {
+    const char *a = hp_tunable_table[id].env_alias;
+    if (a != NULL && hp_str_eq(a, e, nlen)) return id;
+  }
   return -1;
 }
 
-static void
-hp_apply_aliases (struct hp_tunable_values *out, char *const *envp)
-{
-  uint32_t seen = 0;              /* aliases already taken from envp */
-  for (; *envp != NULL; envp++)
-    {
-      size_t nlen;
-      const char *v = hp_env_split (*envp, &nlen);
-      int id = v != NULL ? hp_alias_lookup (*envp, nlen) : -1;
-      if (id < 0 || (seen & ((uint32_t) 1 << id)) != 0)
-        continue;
-      if (hp_set_from_text (out, id, v, hp_span_to (v, '\0')))
-        seen |= (uint32_t) 1 << id;
-    }
+static void hp_apply_aliases(struct hp_tunable_values *out, char *const *envp) {
+  uint32_t seen = 0; /* aliases already taken from envp */
+  for (; *envp != NULL; envp++) {
+    size_t nlen;
+    const char *v = hp_env_split(*envp, &nlen);
+    int id = v != NULL ? hp_alias_lookup(*envp, nlen) : -1;
+    if (id < 0 || (seen & ((uint32_t)1 << id)) != 0) continue;
+    if (hp_set_from_text(out, id, v, hp_span_to(v, '\0'))) seen |= (uint32_t)1 << id;
+  }
 }
 
-static void
-hp_apply_tunables_env (struct hp_tunable_values *out, char *const *envp)
-{
-  for (; *envp != NULL; envp++)
-    {
-      size_t nlen;
-      const char *v = hp_env_split (*envp, &nlen);
-      if (v != NULL && hp_str_eq (tunables_env, *envp, nlen))
-        hp_tunables_apply_string (out, v);
-    }
+static void hp_apply_tunables_env(struct hp_tunable_values *out, char *const *envp) {
+  for (; *envp != NULL; envp++) {
+    size_t nlen;
+    const char *v = hp_env_split(*envp, &nlen);
+    if (v != NULL && hp_str_eq(tunables_env, *envp, nlen)) hp_tunables_apply_string(out, v);
+  }
 }
 
-void
-hp_tunables_parse (struct hp_tunable_values *out, const char *builtin,
-                   char *const *envp, int secure)
-{
-  if (out == NULL)
-    return;
-  for (int id = 0; id < HP_T_COUNT; id++)
-    out->val[id] = hp_tunable_table[id].def;
+void hp_tunables_parse(struct hp_tunable_values *out, const char *builtin, char *const *envp, int secure) {
+  if (out == NULL) return;
+  for (int id = 0; id < HP_T_COUNT; id++) out->val[id] = hp_tunable_table[id].def;
   out->set_mask = 0;
-  hp_tunables_apply_string (out, builtin);
-  if (secure || envp == NULL)
-    return;
-  hp_apply_aliases (out, envp);
-  hp_apply_tunables_env (out, envp);
+  hp_tunables_apply_string(out, builtin);
+  if (secure || envp == NULL) return;
+  hp_apply_aliases(out, envp);
+  hp_apply_tunables_env(out, envp);
 }

@@ -24,9 +24,9 @@ enum hp_tunable_id {
   HP_T_MXFAST,                /* glibc.malloc.mxfast */
   HP_T_HUGETLB,               /* glibc.malloc.hugetlb: 0, 1, 2, or a page size in bytes */
   /* hpmalloc's own (namespace hpmalloc.):  */
-  HP_T_HUGETLB_SIZE,          /* hpmalloc.hugetlb_size: hugetlb page size in bytes for mode 2 (0 = default) */
-  HP_T_HUGE_WASTE,            /* hpmalloc.huge_waste: max percent of a large request, or of a heap's first THP page, wasted by rounding to huge pages */
-  HP_T_VERBOSE,               /* hpmalloc.verbose  HPMALLOC_VERBOSE: 1 = print the resolved mode at start-up */
+  HP_T_HUGETLB_SIZE, /* hpmalloc.hugetlb_size: hugetlb page size in bytes for mode 2 (0 = default) */
+  HP_T_HUGE_WASTE, /* hpmalloc.huge_waste: max percent of a large request, or of a heap's first THP page, wasted by rounding to huge pages */
+  HP_T_VERBOSE,    /* hpmalloc.verbose  HPMALLOC_VERBOSE: 1 = print the resolved mode at start-up */
   HP_T_COUNT
 };
 
@@ -34,11 +34,11 @@ enum hp_tunable_type { HP_TT_INT32, HP_TT_SIZE };
 
 /* One row of the table.  */
 struct hp_tunable_desc {
-  const char *name;        /* full name, e.g. "glibc.malloc.top_pad" or "hpmalloc.verbose" */
-  const char *env_alias;   /* e.g. "MALLOC_TOP_PAD_", or NULL */
+  const char *name;      /* full name, e.g. "glibc.malloc.top_pad" or "hpmalloc.verbose" */
+  const char *env_alias; /* e.g. "MALLOC_TOP_PAD_", or NULL */
   enum hp_tunable_type type;
-  uint64_t min, max;       /* inclusive range; a value outside it is ignored */
-  uint64_t def;            /* default when not set */
+  uint64_t min, max; /* inclusive range; a value outside it is ignored */
+  uint64_t def;      /* default when not set */
 };
 
 extern const struct hp_tunable_desc hp_tunable_table[HP_T_COUNT];
@@ -61,8 +61,7 @@ struct hp_tunable_values {
    Names are accepted as "glibc.malloc.NAME" and the short "malloc.NAME";
    hpmalloc's own as "hpmalloc.NAME".  Numbers are decimal, 0x hex or 0 octal,
    as glibc's tunables parser takes them (strtoul-like, whole value must parse).  */
-void hp_tunables_parse(struct hp_tunable_values *out, const char *builtin,
-                       char *const *envp, int secure);
+void hp_tunables_parse(struct hp_tunable_values *out, const char *builtin, char *const *envp, int secure);
 
 /* Parse one GLIBC_TUNABLES-syntax string into *out (which must be
    initialised), marking what it sets.  Exposed for tests.  */

@@ -16,10 +16,10 @@
 #include "hp_placement.h"
 
 struct granule {
-  size_t base;     /* granule (base page) */
-  uint64_t pmd;    /* PMD-level page */
-  uint64_t align;  /* heap and hugetlb alignment chosen */
-  uint64_t limit;  /* user space end with the usual VA bits */
+  size_t base;    /* granule (base page) */
+  uint64_t pmd;   /* PMD-level page */
+  uint64_t align; /* heap and hugetlb alignment chosen */
+  uint64_t limit; /* user space end with the usual VA bits */
 };
 
 static const struct granule granules[] = {
@@ -28,36 +28,29 @@ static const struct granule granules[] = {
   { 65536, 512 * HP_MIB, 512 * HP_MIB, 256 * HP_TIB },
 };
 
-static inline const struct granule *
-aarch64_granule (size_t base)
-{
+static inline const struct granule *aarch64_granule(size_t base) {
   for (size_t i = 0; i < sizeof granules / sizeof granules[0]; i++)
-    if (granules[i].base == base)
-      return &granules[i];
+    if (granules[i].base == base) return &granules[i];
   return NULL;
 }
 
-void
-hp_placement_aarch64 (const struct hp_sysinfo *si, struct hp_placement *pl)
-{
-  size_t base = hp_pl_base_page (si);
-  const struct granule *g = aarch64_granule (base);
+void hp_placement_aarch64(const struct hp_sysinfo *si, struct hp_placement *pl) {
+  size_t base = hp_pl_base_page(si);
+  const struct granule *g = aarch64_granule(base);
 
-  hp_pl_clear (pl, base);
-  pl->align = g ? g->align : hp_pl_max (base, si->thp_pmd_size);
+  hp_pl_clear(pl, base);
+  pl->align = g ? g->align : hp_pl_max(base, si->thp_pmd_size);
   pl->huge_align = pl->align;
-  pl->limit = (uintptr_t) (g ? g->limit : 256 * HP_TIB);
-  hp_pl_desc (pl, "aarch64 ");
-  hp_pl_desc_size (pl, base);
-  hp_pl_desc (pl, " granule: heap aligned to ");
-  hp_pl_desc_size (pl, pl->align);
-  hp_pl_desc (pl, ", hint none, below ");
-  hp_pl_desc_size (pl, pl->limit);
+  pl->limit = (uintptr_t)(g ? g->limit : 256 * HP_TIB);
+  hp_pl_desc(pl, "aarch64 ");
+  hp_pl_desc_size(pl, base);
+  hp_pl_desc(pl, " granule: heap aligned to ");
+  hp_pl_desc_size(pl, pl->align);
+  hp_pl_desc(pl, ", hint none, below ");
+  hp_pl_desc_size(pl, pl->limit);
 }
 
-size_t
-hp_default_pmd_aarch64 (const struct hp_sysinfo *si)
-{
-  const struct granule *g = aarch64_granule (hp_pl_base_page (si));
+size_t hp_default_pmd_aarch64(const struct hp_sysinfo *si) {
+  const struct granule *g = aarch64_granule(hp_pl_base_page(si));
   return g ? g->pmd : 0;
 }

@@ -13,10 +13,10 @@
 
 #include <string.h>
 
-#define HP_KIB ((uint64_t) 1 << 10)
-#define HP_MIB ((uint64_t) 1 << 20)
-#define HP_GIB ((uint64_t) 1 << 30)
-#define HP_TIB ((uint64_t) 1 << 40)
+#define HP_KIB ((uint64_t)1 << 10)
+#define HP_MIB ((uint64_t)1 << 20)
+#define HP_GIB ((uint64_t)1 << 30)
+#define HP_TIB ((uint64_t)1 << 40)
 
 /* The policies.  Each fills every field of *pl from *si and nothing else.  */
 void hp_placement_x86_64(const struct hp_sysinfo *si, struct hp_placement *pl);
@@ -34,30 +34,16 @@ size_t hp_default_pmd_generic(const struct hp_sysinfo *si);
 /* ---------------------------------------------------------------- helpers */
 
 /* The base page size, assuming 4 KiB when the probe did not find one.  */
-static inline size_t
-hp_pl_base_page (const struct hp_sysinfo *si)
-{
-  return si->base_page ? si->base_page : 4096;
-}
+static inline size_t hp_pl_base_page(const struct hp_sysinfo *si) { return si->base_page ? si->base_page : 4096; }
 
-static inline int
-hp_pl_is_pow2 (uint64_t x)
-{
-  return x != 0 && (x & (x - 1)) == 0;
-}
+static inline int hp_pl_is_pow2(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
 
-static inline uint64_t
-hp_pl_max (uint64_t a, uint64_t b)
-{
-  return a > b ? a : b;
-}
+static inline uint64_t hp_pl_max(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 /* Clear *pl: no hint, base-page alignment, no limit, empty description
    (all of it zeroed, so two placements compare equal bytewise).  */
-static inline void
-hp_pl_clear (struct hp_placement *pl, size_t base_page)
-{
-  memset (pl->desc, 0, sizeof pl->desc);
+static inline void hp_pl_clear(struct hp_placement *pl, size_t base_page) {
+  memset(pl->desc, 0, sizeof pl->desc);
   pl->hint = 0;
   pl->align = base_page;
   pl->huge_hint = 0;
@@ -66,42 +52,32 @@ hp_pl_clear (struct hp_placement *pl, size_t base_page)
 }
 
 /* Append s to pl->desc, truncating at its end; always NUL-terminated.  */
-static inline void
-hp_pl_desc (struct hp_placement *pl, const char *s)
-{
+static inline void hp_pl_desc(struct hp_placement *pl, const char *s) {
   size_t n = 0;
-  while (pl->desc[n] != '\0')
-    n++;
-  while (*s != '\0' && n + 1 < sizeof pl->desc)
-    pl->desc[n++] = *s++;
+  while (pl->desc[n] != '\0') n++;
+  while (*s != '\0' && n + 1 < sizeof pl->desc) pl->desc[n++] = *s++;
   pl->desc[n] = '\0';
 }
 
 /* Append a byte count as "<n> KiB|MiB|GiB|TiB", choosing the largest unit
    that divides it exactly ("0" for 0).  */
-static inline void
-hp_pl_desc_size (struct hp_placement *pl, uint64_t bytes)
-{
+static inline void hp_pl_desc_size(struct hp_placement *pl, uint64_t bytes) {
   static const char *const units[] = { " B", " KiB", " MiB", " GiB", " TiB" };
   unsigned u = 0;
   char digits[24];
-  int i = (int) sizeof digits - 1;
+  int i = (int)sizeof digits - 1;
 
-  while (u < 4 && bytes != 0 && (bytes & 1023) == 0)
-    {
-      bytes >>= 10;
-      u++;
-    }
+  while (u < 4 && bytes != 0 && (bytes & 1023) == 0) {
+    bytes >>= 10;
+    u++;
+  }
   digits[i] = '\0';
-  do
-    {
-      digits[--i] = (char) ('0' + bytes % 10);
-      bytes /= 10;
-    }
-  while (bytes != 0 && i > 0);
-  hp_pl_desc (pl, &digits[i]);
-  if (digits[i] != '0' || digits[i + 1] != '\0')
-    hp_pl_desc (pl, units[u]);
+  do {
+    digits[--i] = (char)('0' + bytes % 10);
+    bytes /= 10;
+  } while (bytes != 0 && i > 0);
+  hp_pl_desc(pl, &digits[i]);
+  if (digits[i] != '0' || digits[i + 1] != '\0') hp_pl_desc(pl, units[u]);
 }
 
 #endif

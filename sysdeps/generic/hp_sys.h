@@ -22,21 +22,20 @@
 enum hp_prot { HP_PROT_NONE = 0, HP_PROT_RW = 1 };
 
 enum hp_map_flags {
-  HP_MAP_NORESERVE = 1u << 0,  /* do not reserve swap / hugetlb pages */
-  HP_MAP_HUGETLB = 1u << 1,    /* back with hugetlbfs pages of `huge_size` */
-  HP_MAP_FIXED = 1u << 2,      /* place exactly at addr, replacing what is there */
+  HP_MAP_NORESERVE = 1u << 0,       /* do not reserve swap / hugetlb pages */
+  HP_MAP_HUGETLB = 1u << 1,         /* back with hugetlbfs pages of `huge_size` */
+  HP_MAP_FIXED = 1u << 2,           /* place exactly at addr, replacing what is there */
   HP_MAP_FIXED_NOREPLACE = 1u << 3, /* place exactly at addr or fail; the caller still
                                        checks the result, since old kernels and
                                        qemu-user treat it as a hint */
-  HP_MAP_POPULATE = 1u << 4,   /* prefault (used to make hugetlb failures show now, not as SIGBUS) */
+  HP_MAP_POPULATE = 1u << 4,        /* prefault (used to make hugetlb failures show now, not as SIGBUS) */
 };
 
 /* Map `len` bytes of private anonymous memory.  addr is a hint unless a FIXED
    flag is given.  huge_size is the hugetlb page size when HP_MAP_HUGETLB is set
    (0 = the kernel's default), ignored otherwise.
    Returns the address, or NULL with errno set (ENOMEM, EINVAL, ...).  */
-void *hp_os_map(void *addr, size_t len, enum hp_prot prot, unsigned flags,
-                size_t huge_size);
+void *hp_os_map(void *addr, size_t len, enum hp_prot prot, unsigned flags, size_t huge_size);
 
 /* Unmap [addr, addr+len).  Returns 0 or -1 with errno.  */
 int hp_os_unmap(void *addr, size_t len);
@@ -45,10 +44,10 @@ int hp_os_unmap(void *addr, size_t len);
 int hp_os_protect(void *addr, size_t len, enum hp_prot prot);
 
 enum hp_advice {
-  HP_ADV_HUGEPAGE,    /* MADV_HUGEPAGE: allow THP */
-  HP_ADV_NOHUGEPAGE,  /* MADV_NOHUGEPAGE */
-  HP_ADV_DONTNEED,    /* MADV_DONTNEED: drop the pages, range reads back zero */
-  HP_ADV_COLLAPSE,    /* MADV_COLLAPSE (Linux 6.1+): collapse into huge pages now */
+  HP_ADV_HUGEPAGE,       /* MADV_HUGEPAGE: allow THP */
+  HP_ADV_NOHUGEPAGE,     /* MADV_NOHUGEPAGE */
+  HP_ADV_DONTNEED,       /* MADV_DONTNEED: drop the pages, range reads back zero */
+  HP_ADV_COLLAPSE,       /* MADV_COLLAPSE (Linux 6.1+): collapse into huge pages now */
   HP_ADV_POPULATE_WRITE, /* MADV_POPULATE_WRITE (Linux 5.14+, value 23): fault the range in
                             writable now; fails with ENOMEM/EFAULT instead of SIGBUS when a
                             hugetlb pool cannot back it */
@@ -117,10 +116,10 @@ struct hp_sysinfo {
   size_t hugetlb_sizes[HP_MAX_HUGE_SIZES]; /* /sys/kernel/mm/hugepages/hugepages-*kB, ascending */
   size_t hugetlb_free[HP_MAX_HUGE_SIZES];  /* free_hugepages of each, in pages */
   unsigned n_hugetlb;
-  enum hp_mmu mmu;                         /* POWER: hash or radix; others: page table;
+  enum hp_mmu mmu;  /* POWER: hash or radix; others: page table;
                                               unknown when /proc/cpuinfo is unreadable */
-  int seg_1t;                              /* POWER hash: 1 TiB segments available */
-  const char *arch;                        /* hp_arch_name() of the build: the architecture whose
+  int seg_1t;       /* POWER hash: 1 TiB segments available */
+  const char *arch; /* hp_arch_name() of the build: the architecture whose
                                               placement applies, not read from the files */
 };
 
@@ -141,16 +140,16 @@ void hp_sys_probe_root(struct hp_sysinfo *si, const char *root, size_t base_page
 
 /* Where heap regions go.  */
 struct hp_placement {
-  uintptr_t hint;        /* first address to try for heap reservations (0 = kernel's choice) */
-  size_t align;          /* alignment of heap reservations: power of two, >= base_page */
-  uintptr_t huge_hint;   /* first address to try for hugetlb reservations (0 = kernel's choice);
+  uintptr_t hint;      /* first address to try for heap reservations (0 = kernel's choice) */
+  size_t align;        /* alignment of heap reservations: power of two, >= base_page */
+  uintptr_t huge_hint; /* first address to try for hugetlb reservations (0 = kernel's choice);
                             on powerpc64 hash a 1 TiB slice of its own (a hash slice holds one
                             page size: reserve hugetlb with MAP_HUGETLB|MAP_NORESERVE, never
                             MAP_FIXED over a base-page reservation) */
-  size_t huge_align;     /* alignment of hugetlb reservations; on powerpc64 hash 1 TiB, so each
+  size_t huge_align;   /* alignment of hugetlb reservations; on powerpc64 hash 1 TiB, so each
                             hugetlb region starts a slice */
-  uintptr_t limit;       /* do not place above this (0 = no limit) */
-  char desc[96];         /* human readable, e.g. "x86_64: 1 GiB aligned, below 128 TiB" */
+  uintptr_t limit;     /* do not place above this (0 = no limit) */
+  char desc[96];       /* human readable, e.g. "x86_64: 1 GiB aligned, below 128 TiB" */
 };
 
 /* Decide placement from what the probe found.  Pure: no system calls.  */

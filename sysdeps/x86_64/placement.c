@@ -10,19 +10,15 @@
  * policy never gives (a request for it is not supported yet).  */
 #include "hp_placement.h"
 
-void
-hp_placement_x86_64 (const struct hp_sysinfo *si, struct hp_placement *pl)
-{
-  hp_pl_clear (pl, hp_pl_base_page (si));
+void hp_placement_x86_64(const struct hp_sysinfo *si, struct hp_placement *pl) {
+  hp_pl_clear(pl, hp_pl_base_page(si));
   pl->align = HP_GIB;
   pl->huge_align = HP_GIB;
-  pl->limit = (uintptr_t) (128 * HP_TIB);
-  hp_pl_desc (pl, "x86_64: heap aligned to 1 GiB, hint none, below 128 TiB");
+  pl->limit = (uintptr_t)(128 * HP_TIB);
+  hp_pl_desc(pl, "x86_64: heap aligned to 1 GiB, hint none, below 128 TiB");
 }
 
-size_t
-hp_default_pmd_x86_64 (const struct hp_sysinfo *si)
-{
-  (void) si;
+size_t hp_default_pmd_x86_64(const struct hp_sysinfo *si) {
+  (void)si;
   return 2 * HP_MIB;
 }

@@ -11,35 +11,37 @@
 /* One replayable operation.  obj: the object it creates (dense index) or
    NONE32; ref: the object it frees or reallocates, or NONE32.  */
 struct rop {
-  uint64_t size;       /* bytes requested (calloc: nmemb * size, saturated) */
-  uint64_t t;          /* trace time, ns */
+  uint64_t size; /* bytes requested (calloc: nmemb * size, saturated) */
+  uint64_t t;    /* trace time, ns */
   uint32_t obj, ref;
-  uint32_t align;      /* memalign family; 0 otherwise */
-  uint32_t dep;        /* thread whose op must run first (the ref's allocator) or NONE32 */
-  uint8_t  kind;
-  uint8_t  pad[7];
+  uint32_t align; /* memalign family; 0 otherwise */
+  uint32_t dep;   /* thread whose op must run first (the ref's allocator) or NONE32 */
+  uint8_t kind;
+  uint8_t pad[7];
 };
 
 struct pthread_info {
-  uint32_t number;     /* recorder's thread number */
-  uint64_t tid;        /* OS thread id from thread_start, 0 if unknown */
-  size_t   first_op, nops;
+  uint32_t number; /* recorder's thread number */
+  uint64_t tid;    /* OS thread id from thread_start, 0 if unknown */
+  size_t first_op, nops;
   uint64_t allocs, frees, bytes;
   uint64_t t_first, t_last;
 };
 
 struct pobj {
-  uint64_t size, t_alloc, t_free;   /* t_free = UINT64_MAX: never freed */
-  uint32_t alloc_thread, free_thread;   /* dense thread indexes; free: NONE32 */
+  uint64_t size, t_alloc, t_free;     /* t_free = UINT64_MAX: never freed */
+  uint32_t alloc_thread, free_thread; /* dense thread indexes; free: NONE32 */
 };
 
 struct prep {
   uint32_t nthreads;
   struct pthread_info *th;
-  struct rop *ops;  size_t nops;        /* grouped by thread, program order */
-  struct pobj *obj; uint32_t nobj;
-  size_t *serial;                       /* op indexes in a valid serial order (by time) */
-  size_t peak_serial;                   /* position in serial after which live bytes peak */
+  struct rop *ops;
+  size_t nops; /* grouped by thread, program order */
+  struct pobj *obj;
+  uint32_t nobj;
+  size_t *serial;     /* op indexes in a valid serial order (by time) */
+  size_t peak_serial; /* position in serial after which live bytes peak */
   uint64_t peak_live, peak_t, end_t, max_size;
   uint64_t events, kind_count[HPM_NKINDS];
   uint64_t unknown_frees, null_frees, double_frees, dup_ids, failed, bad_order;
@@ -67,7 +69,7 @@ int parse_uint(const char *s, unsigned long long min, unsigned long long max, un
    error naming the option and returns -1.  */
 int parse_int_opt(const char *cmd, const char *opt, const char *s, int min, int max, int *out);
 const char *self_dir(void);
-char *find_allocator(const char *name);   /* NULL for glibc; malloc'd path */
+char *find_allocator(const char *name); /* NULL for glibc; malloc'd path */
 void json_str(FILE *f, const char *s);
 /* Flat JSON objects as produced by `hpm replay --json`.  */
 int json_get_num(const char *json, const char *key, double *out);
@@ -86,11 +88,13 @@ int cmd_tlbdecode(int argc, char **argv);
 int cmd_tlbsim(int argc, char **argv);
 
 /* TLB model (tlb.c).  */
-struct tlb_level { unsigned entries, ways; };
+struct tlb_level {
+  unsigned entries, ways;
+};
 struct tlb_geom {
   char name[32];
-  struct tlb_level l1_4k, l1_2m, l2;    /* l2: shared 4K/2M STLB */
-  unsigned l2_hit_cycles, walk_cycles;  /* cost of an L1 miss hitting L2, of a page walk */
+  struct tlb_level l1_4k, l1_2m, l2;   /* l2: shared 4K/2M STLB */
+  unsigned l2_hit_cycles, walk_cycles; /* cost of an L1 miss hitting L2, of a page walk */
   /* 1 GiB pages: an L1 dTLB and an L2 level of their own; 0 entries = none
      (l1_1g none: 1G pages go through the 2M structures, as CPUs without
      1G entries splinter them; l2_1g none: an L1 1G miss looks the 2M
@@ -106,6 +110,6 @@ struct tlb_sim *tlb_sim_new(const struct tlb_geom *g);
 void tlb_sim_access(struct tlb_sim *s, uint64_t addr, int page);
 void tlb_sim_counts(const struct tlb_sim *s, uint64_t *accesses, uint64_t *l1_misses, uint64_t *walks);
 void tlb_sim_free(struct tlb_sim *s);
-double tlbcost_cached_ns(void);         /* measured walk cost, or 0 */
+double tlbcost_cached_ns(void); /* measured walk cost, or 0 */
 
 #endif

@@ -10,10 +10,13 @@
 #include <string.h>
 
 /* --- id -> dense index hash map ------------------------------------------------ */
-struct idmap { uint64_t *key; uint32_t *val; size_t cap; };
+struct idmap {
+  uint64_t *key;
+  uint32_t *val;
+  size_t cap;
+};
 
-static int idmap_init(struct idmap *m, size_t n)
-{
+static int idmap_init(struct idmap *m, size_t n) {
   m->cap = 16;
   while (m->cap < n * 2) m->cap *= 2;
   m->key = calloc(m->cap, sizeof *m->key);
@@ -21,27 +24,30 @@ static int idmap_init(struct idmap *m, size_t n)
   return m->key && m->val ? 0 : -1;
 }
 
-static inline size_t idmap_slot(const struct idmap *m, uint64_t k)
-{
-  size_t i = (size_t) ((k * 0x9E3779B97F4A7C15ull) >> 17) & (m->cap - 1);
+static inline size_t idmap_slot(const struct idmap *m, uint64_t k) {
+  size_t i = (size_t)((k * 0x9E3779B97F4A7C15ull) >> 17) & (m->cap - 1);
   while (m->key[i] && m->key[i] != k) i = (i + 1) & (m->cap - 1);
   return i;
 }
 
 /* Leaves M empty: prep_build's error path frees it again.  */
-static void idmap_free(struct idmap *m) { free(m->key); free(m->val); m->key = NULL; m->val = NULL; m->cap = 0; }
+static void idmap_free(struct idmap *m) {
+  free(m->key);
+  free(m->val);
+  m->key = NULL;
+  m->val = NULL;
+  m->cap = 0;
+}
 
 /* --- helpers ---------------------------------------------------------------------- */
-static int cmp_by_thread(const void *a, const void *b, void *ev)
-{
+static int cmp_by_thread(const void *a, const void *b, void *ev) {
   const struct hpm_event *e = ev;
-  size_t x = *(const size_t *) a, y = *(const size_t *) b;
+  size_t x = *(const size_t *)a, y = *(const size_t *)b;
   if (e[x].thread != e[y].thread) return e[x].thread < e[y].thread ? -1 : 1;
   return x < y ? -1 : x > y;
 }
 
-static uint64_t req_size(const struct hpm_event *e)
-{
+static uint64_t req_size(const struct hpm_event *e) {
   uint64_t t;
   if (e->kind == HPM_CALLOC || e->kind == HPM_REALLOCARRAY)
     return __builtin_mul_overflow(e->arg, e->size, &t) ? UINT64_MAX : t;
@@ -49,8 +55,7 @@ static uint64_t req_size(const struct hpm_event *e)
 }
 
 static void warn(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warn(const char *name, const char *fmt, ...)
-{
+static void warn(const char *name, const char *fmt, ...) {
   va_list ap;
   fprintf(stderr, "hpm: %s: warning: ", name);
   va_start(ap, fmt);
@@ -60,31 +65,32 @@ static void warn(const char *name, const char *fmt, ...)
 }
 
 /* Binary heap of threads keyed by the time of their next op.  */
-struct heap { uint32_t *a; size_t n; const struct prep *p; const size_t *pos; };
+struct heap {
+  uint32_t *a;
+  size_t n;
+  const struct prep *p;
+  const size_t *pos;
+};
 
-static uint64_t hkey(const struct heap *h, uint32_t th)
-{
-  return h->p->ops[h->p->th[th].first_op + h->pos[th]].t;
-}
+static uint64_t hkey(const struct heap *h, uint32_t th) { return h->p->ops[h->p->th[th].first_op + h->pos[th]].t; }
 
-static int hless(const struct heap *h, uint32_t a, uint32_t b)
-{
+static int hless(const struct heap *h, uint32_t a, uint32_t b) {
   uint64_t ka = hkey(h, a), kb = hkey(h, b);
   return ka != kb ? ka < kb : a < b;
 }
 
-static void heap_push(struct heap *h, uint32_t th)
-{
+static void heap_push(struct heap *h, uint32_t th) {
   size_t i = h->n++;
   h->a[i] = th;
   while (i && hless(h, h->a[i], h->a[(i - 1) / 2])) {
-    uint32_t t = h->a[i]; h->a[i] = h->a[(i - 1) / 2]; h->a[(i - 1) / 2] = t;
+    uint32_t t = h->a[i];
+    h->a[i] = h->a[(i - 1) / 2];
+    h->a[(i - 1) / 2] = t;
     i = (i - 1) / 2;
   }
 }
 
-static uint32_t heap_pop(struct heap *h)
-{
+static uint32_t heap_pop(struct heap *h) {
   uint32_t top = h->a[0];
   h->a[0] = h->a[--h->n];
   for (size_t i = 0;;) {
@@ -92,15 +98,16 @@ static uint32_t heap_pop(struct heap *h)
     if (l < h->n && hless(h, h->a[l], h->a[m])) m = l;
     if (r < h->n && hless(h, h->a[r], h->a[m])) m = r;
     if (m == i) break;
-    uint32_t t = h->a[i]; h->a[i] = h->a[m]; h->a[m] = t;
+    uint32_t t = h->a[i];
+    h->a[i] = h->a[m];
+    h->a[m] = t;
     i = m;
   }
   return top;
 }
 
 /* --- build --------------------------------------------------------------------------- */
-int prep_build(const struct hpm_trace *tr, struct prep *p, const char *name, char *err, size_t errlen)
-{
+int prep_build(const struct hpm_trace *tr, struct prep *p, const char *name, char *err, size_t errlen) {
   memset(p, 0, sizeof *p);
   size_t n = tr->nev;
   size_t *idx = malloc((n ? n : 1) * sizeof *idx);
@@ -122,7 +129,7 @@ int prep_build(const struct hpm_trace *tr, struct prep *p, const char *name, cha
   for (size_t i = 0; i < n; i++)
     if (tr->ev[i].id) nalloc++;
   if (nalloc >= NONE32) {
-    (void) snprintf(err, errlen, "too many objects (%zu)", nalloc);   /* a message: truncation is harmless */
+    (void)snprintf(err, errlen, "too many objects (%zu)", nalloc); /* a message: truncation is harmless */
     goto fail;
   }
   if (idmap_init(&ids, nalloc)) goto oom;
@@ -141,7 +148,10 @@ int prep_build(const struct hpm_trace *tr, struct prep *p, const char *name, cha
     }
     if (!e->id) continue;
     size_t s = idmap_slot(&ids, e->id);
-    if (ids.key[s]) { p->dup_ids++; continue; }   /* reused id: refs name the first object */
+    if (ids.key[s]) {
+      p->dup_ids++;
+      continue;
+    } /* reused id: refs name the first object */
     ids.key[s] = e->id;
     ids.val[s] = p->nobj;
     struct pobj *ob = &p->obj[p->nobj++];
@@ -164,7 +174,10 @@ int prep_build(const struct hpm_trace *tr, struct prep *p, const char *name, cha
     struct pthread_info *ti = &p->th[t];
     ti->t_last = e->t;
     p->kind_count[e->kind]++;
-    if (e->kind == HPM_THREAD_START) { if (!ti->tid) ti->tid = e->arg; continue; }
+    if (e->kind == HPM_THREAD_START) {
+      if (!ti->tid) ti->tid = e->arg;
+      continue;
+    }
     if (e->kind == HPM_THREAD_EXIT) continue;
     struct rop op = { .kind = e->kind, .t = e->t, .obj = NONE32, .ref = NONE32, .dep = NONE32 };
     int is_realloc = e->kind == HPM_REALLOC || e->kind == HPM_REALLOCARRAY;
@@ -172,16 +185,19 @@ int prep_build(const struct hpm_trace *tr, struct prep *p, const char *name, cha
     /* The object freed or moved.  */
     if (e->kind == HPM_FREE || e->kind == HPM_FREE_SIZED || is_realloc) {
       if (e->ref == HPM_REF_NULL) {
-        if (!is_realloc) { p->null_frees++; continue; }
+        if (!is_realloc) {
+          p->null_frees++;
+          continue;
+        }
       } else if (e->ref == HPM_REF_UNKNOWN) {
         p->unknown_frees++;
         if (!is_realloc) continue;
       } else if ((e->flags & HPM_F_FAIL) && !(e->flags & HPM_F_OLD_FREED)) {
-        continue;   /* failed realloc: the old object stays; nothing to replay */
+        continue; /* failed realloc: the old object stays; nothing to replay */
       } else {
         size_t s = idmap_slot(&ids, e->ref);
         if (!ids.key[s]) {
-          p->unknown_frees++;       /* allocated before the trace (or a bad id) */
+          p->unknown_frees++; /* allocated before the trace (or a bad id) */
           if (!is_realloc) continue;
         } else {
           uint32_t o = ids.val[s];
@@ -199,7 +215,7 @@ int prep_build(const struct hpm_trace *tr, struct prep *p, const char *name, cha
     }
     if (e->flags & HPM_F_FAIL) {
       if (op.ref == NONE32) continue;
-      op.kind = HPM_FREE;          /* realloc(p, 0) that freed p */
+      op.kind = HPM_FREE; /* realloc(p, 0) that freed p */
     }
     if (e->id) {
       size_t s = idmap_slot(&ids, e->id);
@@ -210,18 +226,19 @@ int prep_build(const struct hpm_trace *tr, struct prep *p, const char *name, cha
         ti->allocs++;
         ti->bytes += op.size > UINT64_MAX - ti->bytes ? 0 : op.size;
       } else if (op.ref == NONE32)
-        continue;                  /* a reused id: not replayed */
+        continue; /* a reused id: not replayed */
       else
         op.kind = HPM_FREE;
     }
     if (e->kind >= HPM_MEMALIGN && e->kind <= HPM_ALIGNED_ALLOC)
-      op.align = e->arg > UINT32_MAX ? UINT32_MAX : (uint32_t) e->arg;
+      op.align = e->arg > UINT32_MAX ? UINT32_MAX : (uint32_t)e->arg;
     if (op.ref != NONE32) ti->frees++;
     p->ops[p->nops++] = op;
     ti->nops++;
   }
   p->nthreads = nth;
-  free(idx); idx = NULL;
+  free(idx);
+  idx = NULL;
   idmap_free(&ids);
 
   /* Serial order by time respecting dependencies; a thread whose next op
@@ -232,7 +249,10 @@ int prep_build(const struct hpm_trace *tr, struct prep *p, const char *name, cha
   uint8_t *done = calloc(p->nobj ? p->nobj : 1, 1);
   struct heap h = { malloc((nth ? nth : 1) * sizeof(uint32_t)), 0, p, pos };
   if (!p->serial || !pos || !waiter || !done || !h.a) {
-    free(pos); free(waiter); free(done); free(h.a);
+    free(pos);
+    free(waiter);
+    free(done);
+    free(h.a);
     goto oom;
   }
   memset(waiter, 0xFF, (p->nobj ? p->nobj : 1) * sizeof *waiter);
@@ -248,25 +268,34 @@ int prep_build(const struct hpm_trace *tr, struct prep *p, const char *name, cha
         /* Same thread frees before allocating: impossible in a real trace.  */
         p->bad_order++;
         op->ref = NONE32;
-        if (op->obj == NONE32) op->kind = HPM_THREAD_EXIT;   /* a no-op */
+        if (op->obj == NONE32) op->kind = HPM_THREAD_EXIT; /* a no-op */
       } else {
         waiter[op->ref] = th;
         continue;
       }
     }
-    p->serial[ns++] = (size_t) (op - p->ops);
+    p->serial[ns++] = (size_t)(op - p->ops);
     if (op->ref != NONE32) live -= p->obj[op->ref].size > live ? live : p->obj[op->ref].size;
     if (op->obj != NONE32) {
       uint64_t s = p->obj[op->obj].size;
       live = s > UINT64_MAX - live ? UINT64_MAX : live + s;
-      if (live > p->peak_live) { p->peak_live = live; p->peak_serial = ns - 1; p->peak_t = op->t; }
+      if (live > p->peak_live) {
+        p->peak_live = live;
+        p->peak_serial = ns - 1;
+        p->peak_t = op->t;
+      }
       done[op->obj] = 1;
-      if (waiter[op->obj] != NONE32) { heap_push(&h, waiter[op->obj]); waiter[op->obj] = NONE32; }
+      if (waiter[op->obj] != NONE32) {
+        heap_push(&h, waiter[op->obj]);
+        waiter[op->obj] = NONE32;
+      }
     }
     if (op->t > p->end_t) p->end_t = op->t;
     if (++pos[th] < p->th[th].nops) heap_push(&h, th);
   }
-  free(waiter); free(done); free(h.a);
+  free(waiter);
+  free(done);
+  free(h.a);
   if (ns != p->nops) {
     /* Find one stuck thread to name.  */
     uint32_t th = 0;
@@ -274,25 +303,27 @@ int prep_build(const struct hpm_trace *tr, struct prep *p, const char *name, cha
     const struct rop *op = th < nth ? &p->ops[p->th[th].first_op + pos[th]] : NULL;
     /* A message: truncation is harmless.  */
     if (op && op->ref < p->nobj)
-      (void) snprintf(err, errlen, "cycle in cross-thread ordering: %zu of %zu operations cannot run "
-                      "(thread %u waits for object %u of thread %u, which waits too)",
-                      p->nops - ns, p->nops, p->th[th].number, op->ref,
-                      p->th[p->obj[op->ref].alloc_thread].number);
+      (void)snprintf(err, errlen,
+                     "cycle in cross-thread ordering: %zu of %zu operations cannot run "
+                     "(thread %u waits for object %u of thread %u, which waits too)",
+                     p->nops - ns, p->nops, p->th[th].number, op->ref, p->th[p->obj[op->ref].alloc_thread].number);
     else
-      (void) snprintf(err, errlen, "cycle in cross-thread ordering: %zu of %zu operations cannot run",
-                      p->nops - ns, p->nops);
+      (void)snprintf(err, errlen, "cycle in cross-thread ordering: %zu of %zu operations cannot run", p->nops - ns,
+                     p->nops);
     free(pos);
     prep_free(p);
     return -1;
   }
   free(pos);
-  if (p->unknown_frees) warn(name, "%llu frees of objects the trace never allocated (ignored)", (unsigned long long) p->unknown_frees);
-  if (p->double_frees) warn(name, "%llu double frees (ignored)", (unsigned long long) p->double_frees);
-  if (p->dup_ids) warn(name, "%llu object ids reused", (unsigned long long) p->dup_ids);
-  if (p->bad_order) warn(name, "%llu frees before their allocation in the same thread (ignored)", (unsigned long long) p->bad_order);
+  if (p->unknown_frees)
+    warn(name, "%llu frees of objects the trace never allocated (ignored)", (unsigned long long)p->unknown_frees);
+  if (p->double_frees) warn(name, "%llu double frees (ignored)", (unsigned long long)p->double_frees);
+  if (p->dup_ids) warn(name, "%llu object ids reused", (unsigned long long)p->dup_ids);
+  if (p->bad_order)
+    warn(name, "%llu frees before their allocation in the same thread (ignored)", (unsigned long long)p->bad_order);
   return 0;
 oom:
-  (void) snprintf(err, errlen, "out of memory preparing %zu events", n);   /* a message: truncation is harmless */
+  (void)snprintf(err, errlen, "out of memory preparing %zu events", n); /* a message: truncation is harmless */
 fail:
   free(idx);
   idmap_free(&ids);
@@ -300,14 +331,15 @@ fail:
   return -1;
 }
 
-void prep_free(struct prep *p)
-{
-  free(p->th); free(p->ops); free(p->obj); free(p->serial);
+void prep_free(struct prep *p) {
+  free(p->th);
+  free(p->ops);
+  free(p->obj);
+  free(p->serial);
   memset(p, 0, sizeof *p);
 }
 
-int load_trace(const char *file, struct hpm_trace *tr, struct prep *p, int quiet)
-{
+int load_trace(const char *file, struct hpm_trace *tr, struct prep *p, int quiet) {
   char err[512];
   progress("reading %s", file);
   if (hpm_trace_read_file(file, tr, err, sizeof err)) {
@@ -315,8 +347,7 @@ int load_trace(const char *file, struct hpm_trace *tr, struct prep *p, int quiet
     fprintf(stderr, "hpm: %s\n", err);
     return -1;
   }
-  if (tr->warning[0] && !quiet)
-    fprintf(stderr, "hpm: warning: %s\n", tr->warning);
+  if (tr->warning[0] && !quiet) fprintf(stderr, "hpm: warning: %s\n", tr->warning);
   if (p && prep_build(tr, p, file, err, sizeof err)) {
     progress_done();
     fprintf(stderr, "hpm: %s: %s\n", file, err);

@@ -54,74 +54,67 @@ static struct {
 } real;
 
 enum { ST_NONE, ST_RESOLVING, ST_READY };
-static int g_state;          /* ST_*: real functions usable once ST_READY */
-static int g_active;         /* recording (an output file is open) */
-static int g_sync;           /* after the exit flush: write every event at once */
-static int g_fast;           /* owners append without a locked instruction (membarrier works) */
-static int g_frozen;         /* a flush of every buffer began: owners take the lock from now on */
+static int g_state;  /* ST_*: real functions usable once ST_READY */
+static int g_active; /* recording (an output file is open) */
+static int g_sync;   /* after the exit flush: write every event at once */
+static int g_fast;   /* owners append without a locked instruction (membarrier works) */
+static int g_frozen; /* a flush of every buffer began: owners take the lock from now on */
 static int g_fd = -1;
 static uint64_t g_start_ns;
-static uint64_t g_next_id = 2;       /* ids 0 and 1 are the NULL/unknown refs */
+static uint64_t g_next_id = 2; /* ids 0 and 1 are the NULL/unknown refs */
 static uint32_t g_next_thread = 1;
 static pthread_key_t g_key;
 
-static __thread int tls_busy;        /* inside the recorder: pass straight through */
+static __thread int tls_busy; /* inside the recorder: pass straight through */
 static __thread struct tbuf *tls_tb;
 static __thread uint64_t tls_id_next, tls_id_end;
 static __thread uint32_t tls_parent;
-static __thread uint32_t tls_exited;   /* thread number after thread_exit ran, else 0 */
+static __thread uint32_t tls_exited; /* thread number after thread_exit ran, else 0 */
 
 /* --- bootstrap bump allocator (dlsym before the real functions are known) --- */
-#define BOOT_SIZE ((size_t) 256 * 1024)
+#define BOOT_SIZE ((size_t)256 * 1024)
 static unsigned char boot_heap[BOOT_SIZE] __attribute__((aligned(4096)));
 static size_t boot_used;
 
-static int is_boot(const void *p)
-{
-  return (const unsigned char *) p >= boot_heap && (const unsigned char *) p < boot_heap + BOOT_SIZE;
+static int is_boot(const void *p) {
+  return (const unsigned char *)p >= boot_heap && (const unsigned char *)p < boot_heap + BOOT_SIZE;
 }
 
-static void *boot_alloc(size_t n, size_t align)
-{
+static void *boot_alloc(size_t n, size_t align) {
   if (align < 16) align = 16;
   if (align > 4096 || n > BOOT_SIZE) return NULL;
   size_t old = __atomic_load_n(&boot_used, __ATOMIC_RELAXED), start, end;
   do {
     start = (old + 16 + align - 1) & ~(align - 1);
-    end = start + ((n + 15) & ~(size_t) 15);
+    end = start + ((n + 15) & ~(size_t)15);
     if (end > BOOT_SIZE) return NULL;
   } while (!__atomic_compare_exchange_n(&boot_used, &old, end, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
   memcpy(boot_heap + start - sizeof(size_t), &n, sizeof n);
   return boot_heap + start;
 }
 
-static size_t boot_size(const void *p)
-{
+static size_t boot_size(const void *p) {
   size_t n;
-  memcpy(&n, (const unsigned char *) p - sizeof n, sizeof n);
+  memcpy(&n, (const unsigned char *)p - sizeof n, sizeof n);
   return n;
 }
 
 /* --- spin locks (held for a few instructions, or a write) --------------------- */
-static void spin_lock(int *l)
-{
+static void spin_lock(int *l) {
   while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
-    while (__atomic_load_n(l, __ATOMIC_RELAXED))
-      hpm_cpu_relax();
+    while (__atomic_load_n(l, __ATOMIC_RELAXED)) hpm_cpu_relax();
 }
-static int spin_trylock(int *l, long tries)
-{
+static int spin_trylock(int *l, long tries) {
   while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
     if (--tries <= 0) return 0;
   return 1;
 }
 static void spin_unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
 
-static uint64_t now_ns(void)
-{
+static uint64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* Event times.  On x86_64 with an invariant TSC, after the first 2 ms,
@@ -130,38 +123,34 @@ static uint64_t now_ns(void)
    20 ms, ... 200 s, at buffer flushes), which is cheaper than the vDSO
    clock.  Elsewhere, and until the rate is known, CLOCK_MONOTONIC.  */
 static int g_tsc_ok;
-static uint64_t g_tsc0, g_ns0, g_mult, g_next_cal;   /* g_mult: ns per tick << 32 */
+static uint64_t g_tsc0, g_ns0, g_mult, g_next_cal; /* g_mult: ns per tick << 32 */
 
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <x86intrin.h>
-static void tsc_init(void)
-{
+static void tsc_init(void) {
   unsigned a, b, c, d;
   if (__get_cpuid(0x80000000, &a, &b, &c, &d) && a >= 0x80000007) {
     __cpuid(0x80000007, a, b, c, d);
-    g_tsc_ok = (int) ((d >> 8) & 1);
+    g_tsc_ok = (int)((d >> 8) & 1);
   }
   g_ns0 = now_ns();
   g_tsc0 = __rdtsc();
   g_next_cal = 2000000;
 }
 
-static void tsc_calibrate(void)
-{
+static void tsc_calibrate(void) {
   uint64_t ns = now_ns(), t = __rdtsc();
   if (!g_tsc_ok || t <= g_tsc0 || ns - g_ns0 < __atomic_load_n(&g_next_cal, __ATOMIC_RELAXED)) return;
-  uint64_t m = (uint64_t) (((unsigned __int128) (ns - g_ns0) << 32) / (t - g_tsc0));
+  uint64_t m = (uint64_t)(((unsigned __int128)(ns - g_ns0) << 32) / (t - g_tsc0));
   if (m) __atomic_store_n(&g_mult, m, __ATOMIC_RELAXED);
   uint64_t next = (ns - g_ns0) * 10;
   __atomic_store_n(&g_next_cal, next > 200000000000ull ? UINT64_MAX : next, __ATOMIC_RELAXED);
 }
 
-static inline uint64_t event_ns(void)
-{
+static inline uint64_t event_ns(void) {
   uint64_t m = __atomic_load_n(&g_mult, __ATOMIC_RELAXED);
-  if (__builtin_expect(m != 0, 1))
-    return g_ns0 + (uint64_t) (((unsigned __int128) (__rdtsc() - g_tsc0) * m) >> 32);
+  if (__builtin_expect(m != 0, 1)) return g_ns0 + (uint64_t)(((unsigned __int128)(__rdtsc() - g_tsc0) * m) >> 32);
   tsc_calibrate();
   return now_ns();
 }
@@ -171,8 +160,7 @@ static void tsc_calibrate(void) {}
 static inline uint64_t event_ns(void) { return now_ns(); }
 #endif
 
-static void *map_zero(size_t n)
-{
+static void *map_zero(size_t n) {
   void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   return p == MAP_FAILED ? NULL : p;
 }
@@ -188,11 +176,10 @@ static void *map_zero(size_t n)
 #define LEAF_SHIFT 24
 #define TOP_ENTRIES (1ull << (47 - LEAF_SHIFT))
 #define LEAF_SLOTS (1ull << (LEAF_SHIFT - 4))
-static uint64_t **id_top;    /* TOP_ENTRIES pointers, mapped at init */
+static uint64_t **id_top; /* TOP_ENTRIES pointers, mapped at init */
 
-static uint64_t *id_slot(const void *p, int create)
-{
-  uintptr_t a = (uintptr_t) p;
+static uint64_t *id_slot(const void *p, int create) {
+  uintptr_t a = (uintptr_t)p;
   if (UNLIKELY(a >> 47) || UNLIKELY(!id_top)) return NULL;
   uint64_t **top = &id_top[a >> LEAF_SHIFT];
   uint64_t *leaf = __atomic_load_n(top, __ATOMIC_ACQUIRE);
@@ -202,7 +189,7 @@ static uint64_t *id_slot(const void *p, int create)
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) return NULL;
     uint64_t *expect = NULL;
-    if (__atomic_compare_exchange_n(top, &expect, (uint64_t *) m, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    if (__atomic_compare_exchange_n(top, &expect, (uint64_t *)m, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
       leaf = m;
     else {
       munmap(m, LEAF_SLOTS * sizeof(uint64_t));
@@ -212,25 +199,22 @@ static uint64_t *id_slot(const void *p, int create)
   return &leaf[(a >> 4) & (LEAF_SLOTS - 1)];
 }
 
-static void idmap_insert(const void *p, uint64_t id)
-{
+static void idmap_insert(const void *p, uint64_t id) {
   uint64_t *s = id_slot(p, 1);
   if (s) __atomic_store_n(s, id, __ATOMIC_RELAXED);
 }
 
 /* Remove P; return its id or HPM_REF_UNKNOWN.  */
-static uint64_t idmap_remove(const void *p)
-{
+static uint64_t idmap_remove(const void *p) {
   uint64_t *s = id_slot(p, 0);
   if (!s) return HPM_REF_UNKNOWN;
-  uint64_t id = __atomic_load_n(s, __ATOMIC_RELAXED);   /* no locked instruction: */
-  if (!id) return HPM_REF_UNKNOWN;                      /* only the object's owner */
-  __atomic_store_n(s, 0, __ATOMIC_RELAXED);             /* touches its slot */
+  uint64_t id = __atomic_load_n(s, __ATOMIC_RELAXED); /* no locked instruction: */
+  if (!id) return HPM_REF_UNKNOWN;                    /* only the object's owner */
+  __atomic_store_n(s, 0, __ATOMIC_RELAXED);           /* touches its slot */
   return id;
 }
 
-static uint64_t new_id(void)
-{
+static uint64_t new_id(void) {
   if (tls_id_next == tls_id_end) {
     tls_id_next = __atomic_fetch_add(&g_next_id, 256, __ATOMIC_RELAXED);
     tls_id_end = tls_id_next + 256;
@@ -242,34 +226,33 @@ static uint64_t new_id(void)
 #define TB_PAYLOAD (64 * 1024)
 struct tbuf {
   int lock;
-  int writing;                 /* the owner is appending without the lock */
-  int orphan;                  /* abandoned in a fork child: never written */
-  int in_use;                  /* owned by a live thread */
+  int writing; /* the owner is appending without the lock */
+  int orphan;  /* abandoned in a fork child: never written */
+  int in_use;  /* owned by a live thread */
   uint32_t thread, nevents;
   uint64_t base_ns, base_id, last_t, last_id;
-  unsigned char *p;            /* next byte of the payload */
-  struct tbuf *next;           /* registry, push-only */
+  unsigned char *p;  /* next byte of the payload */
+  struct tbuf *next; /* registry, push-only */
   unsigned char data[HPM_CHUNK_HDR + TB_PAYLOAD];
 };
 static struct tbuf *g_tbufs;
 
-static void write_all(const unsigned char *p, size_t n)
-{
+static void write_all(const unsigned char *p, size_t n) {
   while (n > 0) {
     ssize_t w = write(g_fd, p, n);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) return;
-    p += w; n -= (size_t) w;
+    p += w;
+    n -= (size_t)w;
   }
 }
 
 /* Write TB's events as one chunk; TB is locked (or private).  */
-static void flush_locked(struct tbuf *tb)
-{
+static void flush_locked(struct tbuf *tb) {
   tsc_calibrate();
   if (tb->nevents && g_fd >= 0 && !tb->orphan) {
     int saved = errno;
-    uint32_t len = (uint32_t) (tb->p - tb->data - HPM_CHUNK_HDR);
+    uint32_t len = (uint32_t)(tb->p - tb->data - HPM_CHUNK_HDR);
     hpm_encode_chunk_header(tb->data, tb->thread, tb->nevents, tb->base_ns, tb->base_id, len);
     write_all(tb->data, HPM_CHUNK_HDR + len);
     errno = saved;
@@ -282,13 +265,13 @@ static void record(const struct hpm_event *e);
 
 /* tbuf_acquire -> record -> tbuf_acquire cannot happen: tls_tb is set
    before record() is called, so the recursion is one level deep.  */
-static struct tbuf *tbuf_acquire(void)   // NOLINT(misc-no-recursion): one level deep, see above
+static struct tbuf *tbuf_acquire(void) // NOLINT(misc-no-recursion): one level deep, see above
 {
   struct tbuf *tb;
   for (tb = __atomic_load_n(&g_tbufs, __ATOMIC_ACQUIRE); tb; tb = tb->next) {
     int zero = 0;
-    if (!__atomic_load_n(&tb->in_use, __ATOMIC_RELAXED)
-        && __atomic_compare_exchange_n(&tb->in_use, &zero, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+    if (!__atomic_load_n(&tb->in_use, __ATOMIC_RELAXED) &&
+        __atomic_compare_exchange_n(&tb->in_use, &zero, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
       break;
   }
   if (!tb) {
@@ -307,16 +290,16 @@ static struct tbuf *tbuf_acquire(void)   // NOLINT(misc-no-recursion): one level
   spin_unlock(&tb->lock);
   tls_tb = tb;
   pthread_setspecific(g_key, tb);
-  struct hpm_event e = { .kind = HPM_THREAD_START, .t = event_ns() - g_start_ns,
-                         .arg = (uint64_t) syscall(SYS_gettid), .arg2 = (uint16_t) tls_parent };
+  struct hpm_event e = { .kind = HPM_THREAD_START,
+                         .t = event_ns() - g_start_ns,
+                         .arg = (uint64_t)syscall(SYS_gettid),
+                         .arg2 = (uint16_t)tls_parent };
   record(&e);
   return tb;
 }
 
-static inline void append(struct tbuf *tb, const struct hpm_event *e)
-{
-  if (tb->p + HPM_MAX_EVENT > tb->data + sizeof tb->data)
-    flush_locked(tb);
+static inline void append(struct tbuf *tb, const struct hpm_event *e) {
+  if (tb->p + HPM_MAX_EVENT > tb->data + sizeof tb->data) flush_locked(tb);
   if (tb->nevents == 0) {
     tb->base_ns = tb->last_t = e->t;
     tb->base_id = tb->last_id;
@@ -334,22 +317,24 @@ static inline void append(struct tbuf *tb, const struct hpm_event *e)
 /* An event of a thread whose buffer was already released at its exit
    (glibc frees thread resources after the key destructors ran): written
    at once as a chunk of its own, under the thread's number.  */
-static void record_late(const struct hpm_event *e)
-{
-  if (e->kind == HPM_FREE && e->ref == HPM_REF_NULL) return;   /* free(NULL): nothing to replay */
+static void record_late(const struct hpm_event *e) {
+  if (e->kind == HPM_FREE && e->ref == HPM_REF_NULL) return; /* free(NULL): nothing to replay */
   unsigned char chunk[HPM_CHUNK_HDR + HPM_MAX_EVENT];
   uint64_t t = e->t, id = 0;
   unsigned char *end = hpm_encode_event(chunk + HPM_CHUNK_HDR, e, &t, &id);
-  uint32_t len = (uint32_t) (end - chunk - HPM_CHUNK_HDR);
+  uint32_t len = (uint32_t)(end - chunk - HPM_CHUNK_HDR);
   hpm_encode_chunk_header(chunk, tls_exited, 1, e->t, 0, len);
   if (g_fd >= 0) write_all(chunk, HPM_CHUNK_HDR + len);
 }
 
-static void record(const struct hpm_event *e)   // NOLINT(misc-no-recursion): see tbuf_acquire
+static void record(const struct hpm_event *e) // NOLINT(misc-no-recursion): see tbuf_acquire
 {
   struct tbuf *tb = tls_tb;
   if (UNLIKELY(!tb)) {
-    if (tls_exited) { record_late(e); return; }
+    if (tls_exited) {
+      record_late(e);
+      return;
+    }
     if (!(tb = tbuf_acquire())) return;
   }
   if (__builtin_expect(g_fast, 1)) {
@@ -365,39 +350,32 @@ static void record(const struct hpm_event *e)   // NOLINT(misc-no-recursion): se
   }
   spin_lock(&tb->lock);
   append(tb, e);
-  if (UNLIKELY(__atomic_load_n(&g_sync, __ATOMIC_RELAXED)))
-    flush_locked(tb);
+  if (UNLIKELY(__atomic_load_n(&g_sync, __ATOMIC_RELAXED))) flush_locked(tb);
   spin_unlock(&tb->lock);
 }
 
 /* Flush every buffer.  From a signal handler the current thread's buffer is
    skipped if the signal interrupted the recorder while it was appending.  */
-static void flush_all(void)
-{
-  tls_busy++;   /* a fork from a signal handler during this must not wait for our locks */
+static void flush_all(void) {
+  tls_busy++; /* a fork from a signal handler during this must not wait for our locks */
   if (g_fast && !__atomic_exchange_n(&g_frozen, 1, __ATOMIC_SEQ_CST))
     syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
   for (struct tbuf *tb = __atomic_load_n(&g_tbufs, __ATOMIC_ACQUIRE); tb; tb = tb->next) {
     int own = tb == tls_tb;
-    if (!spin_trylock(&tb->lock, own ? 1 : 1000000))
-      continue;
+    if (!spin_trylock(&tb->lock, own ? 1 : 1000000)) continue;
     long spins = own ? 0 : 1000000;
-    while (__atomic_load_n(&tb->writing, __ATOMIC_ACQUIRE) && spins-- > 0)
-      hpm_cpu_relax();
-    if (!__atomic_load_n(&tb->writing, __ATOMIC_ACQUIRE))
-      flush_locked(tb);
+    while (__atomic_load_n(&tb->writing, __ATOMIC_ACQUIRE) && spins-- > 0) hpm_cpu_relax();
+    if (!__atomic_load_n(&tb->writing, __ATOMIC_ACQUIRE)) flush_locked(tb);
     spin_unlock(&tb->lock);
   }
   tls_busy--;
 }
 
-static void enable_fast_path(void)
-{
+static void enable_fast_path(void) {
   g_fast = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
-static void thread_exit(void *arg)
-{
+static void thread_exit(void *arg) {
   struct tbuf *tb = arg;
   if (!tb || tb != tls_tb) return;
   tls_busy++;
@@ -413,31 +391,29 @@ static void thread_exit(void *arg)
 }
 
 /* --- output file ------------------------------------------------------------------ */
-static size_t read_small(const char *path, char *buf, size_t cap)
-{
+static size_t read_small(const char *path, char *buf, size_t cap) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
   size_t n = 0;
   while (n < cap) {
     ssize_t r = read(fd, buf + n, cap - n);
     if (r <= 0) break;
-    n += (size_t) r;
+    n += (size_t)r;
   }
   close(fd);
   return n;
 }
 
-static char *put_dec(char *p, unsigned long v)
-{
+static char *put_dec(char *p, unsigned long v) {
   char tmp[24];
   int n = 0;
-  do tmp[n++] = (char) ('0' + v % 10); while (v /= 10);
+  do tmp[n++] = (char)('0' + v % 10);
+  while (v /= 10);
   while (n) *p++ = tmp[--n];
   return p;
 }
 
-static void open_output(void)
-{
+static void open_output(void) {
   const char *out = getenv("HPM_TRACE_OUT");
   char path[4096];
   size_t ol;
@@ -445,17 +421,24 @@ static void open_output(void)
   int fd = -1;
   for (unsigned k = 0; k < 100 && fd < 0; k++) {
     char *p = path;
-    memcpy(p, out, ol); p += ol;
+    memcpy(p, out, ol);
+    p += ol;
     *p++ = '.';
-    p = put_dec(p, (unsigned long) getpid());
-    if (k) { *p++ = '.'; p = put_dec(p, k); }
+    p = put_dec(p, (unsigned long)getpid());
+    if (k) {
+      *p++ = '.';
+      p = put_dec(p, k);
+    }
     *p = 0;
     fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0 && errno != EEXIST) return;
   }
   if (fd < 0) return;
-  int hi = fcntl(fd, F_DUPFD_CLOEXEC, 700);   /* keep low descriptors free for the program */
-  if (hi >= 0) { close(fd); fd = hi; }
+  int hi = fcntl(fd, F_DUPFD_CLOEXEC, 700); /* keep low descriptors free for the program */
+  if (hi >= 0) {
+    close(fd);
+    fd = hi;
+  }
 
   static char cmd[4096], thp[256];
   static unsigned char hdr[HPM_FILE_HDR + 100 + sizeof cmd + 4];
@@ -465,20 +448,20 @@ static void open_output(void)
   size_t tl = read_small("/sys/kernel/mm/transparent_hugepage/enabled", thp, sizeof thp - 1);
   thp[tl] = 0;
   h.thp_mode = strstr(thp, "[always]") ? 1 : strstr(thp, "[madvise]") ? 2 : strstr(thp, "[never]") ? 3 : 0;
-  h.page_size = (uint64_t) sysconf(_SC_PAGESIZE);
-  h.pid = (uint64_t) getpid();
-  h.ppid = (uint64_t) getppid();
+  h.page_size = (uint64_t)sysconf(_SC_PAGESIZE);
+  h.pid = (uint64_t)getpid();
+  h.ppid = (uint64_t)getppid();
   h.clock_id = 1;
   h.start_ns = g_start_ns = now_ns();
   if (!g_ns0) tsc_init();
   struct timespec rt;
   clock_gettime(CLOCK_REALTIME, &rt);
-  h.start_realtime_ns = (uint64_t) rt.tv_sec * 1000000000u + (uint64_t) rt.tv_nsec;
+  h.start_realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
   h.cmdline = cmd;
   h.cmdline_len = cl;
   g_fd = fd;
   unsigned char *end = hpm_encode_header(hdr, &h);
-  write_all(hdr, (size_t) (end - hdr));
+  write_all(hdr, (size_t)(end - hdr));
   __atomic_store_n(&g_active, 1, __ATOMIC_RELEASE);
 }
 
@@ -493,8 +476,7 @@ static void open_output(void)
    a new buffer.  */
 static __thread int tls_fork_nested;
 
-static void fork_prepare(void)
-{
+static void fork_prepare(void) {
   tls_fork_nested = tls_busy > 0;
   tls_busy++;
   if (tls_tb && !tls_fork_nested) {
@@ -504,20 +486,19 @@ static void fork_prepare(void)
   }
 }
 
-static void fork_parent(void)
-{
-  tls_busy--;
-}
+static void fork_parent(void) { tls_busy--; }
 
-static void fork_child(void)
-{
+static void fork_child(void) {
   int nested = tls_fork_nested;
   struct tbuf *own = tls_tb;
   /* Other threads do not exist here: their buffers hold the parent's events.  */
   g_frozen = 0;
   enable_fast_path();
   for (struct tbuf *tb = g_tbufs; tb; tb = tb->next) {
-    if (tb == own && nested) { tb->orphan = 1; continue; }
+    if (tb == own && nested) {
+      tb->orphan = 1;
+      continue;
+    }
     tb->lock = 0;
     tb->writing = 0;
     tb->nevents = 0;
@@ -526,18 +507,22 @@ static void fork_child(void)
   }
   if (g_fd >= 0) {
     int null = nested ? open("/dev/null", O_WRONLY | O_CLOEXEC) : -1;
-    if (null >= 0) { dup3(null, g_fd, O_CLOEXEC); close(null); }
-    else close(g_fd);
+    if (null >= 0) {
+      dup3(null, g_fd, O_CLOEXEC);
+      close(null);
+    } else
+      close(g_fd);
   }
-  g_fd = -1;   /* when nested, the old number stays open on /dev/null */
+  g_fd = -1; /* when nested, the old number stays open on /dev/null */
   g_active = 0;
   open_output();
   if (nested) {
-    tls_tb = NULL;    /* the next event takes a new buffer (and records thread_start) */
-  } else if (own) {   /* this thread continues in the child's trace */
+    tls_tb = NULL;  /* the next event takes a new buffer (and records thread_start) */
+  } else if (own) { /* this thread continues in the child's trace */
     own->last_id = 0;
-    struct hpm_event e = { .kind = HPM_THREAD_START, .t = event_ns() - g_start_ns,
-                           .arg = (uint64_t) syscall(SYS_gettid) };
+    struct hpm_event e = { .kind = HPM_THREAD_START,
+                           .t = event_ns() - g_start_ns,
+                           .arg = (uint64_t)syscall(SYS_gettid) };
     record(&e);
   }
   tls_busy--;
@@ -546,33 +531,30 @@ static void fork_child(void)
 static void init(void);
 
 static const int fatal_signals[] = {
-  SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGHUP, SIGQUIT,
+  SIGSEGV, SIGBUS,  SIGFPE,  SIGILL,  SIGABRT, SIGTERM, SIGINT,  SIGHUP, SIGQUIT,
   SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2, SIGXCPU, SIGXFSZ, SIGTRAP, SIGSYS,
 };
 
-static void on_fatal(int sig)
-{
+static void on_fatal(int sig) {
   int saved = errno;
   flush_all();
   /* Nothing to do if these fail in a signal handler: the default action
      happens anyway for a synchronous fault when the handler returns.  */
-  (void) real.signal(sig, SIG_DFL);
+  (void)real.signal(sig, SIG_DFL);
   errno = saved;
-  (void) raise(sig);   /* synchronous faults: returning re-executes the instruction */
+  (void)raise(sig); /* synchronous faults: returning re-executes the instruction */
 }
 
-static void install_signal_handlers(void)
-{
+static void install_signal_handlers(void) {
   for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++) {
     struct sigaction old, sa;
-    if (real.sigaction(fatal_signals[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL
-        || (old.sa_flags & SA_SIGINFO))
-      continue;   /* ignored or handled by the program already */
+    if (real.sigaction(fatal_signals[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO))
+      continue; /* ignored or handled by the program already */
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_fatal;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART | SA_NODEFER;
-    (void) real.sigaction(fatal_signals[i], &sa, NULL);   /* without it, that signal's death loses buffers */
+    (void)real.sigaction(fatal_signals[i], &sa, NULL); /* without it, that signal's death loses buffers */
   }
 }
 
@@ -581,10 +563,12 @@ static void install_signal_handlers(void)
    it installs its own handler as it would (python3 installs its SIGINT
    handler, the one raising KeyboardInterrupt, only over SIG_DFL).  Its
    handler then replaces the recorder's.  */
-EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
-{
+EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
   if (!real.sigaction && g_state == ST_NONE) init();
-  if (!real.sigaction) { errno = ENOSYS; return -1; }
+  if (!real.sigaction) {
+    errno = ENOSYS;
+    return -1;
+  }
   int rc = real.sigaction(sig, act, old);
   if (rc == 0 && old && !(old->sa_flags & SA_SIGINFO) && old->sa_handler == on_fatal) {
     memset(old, 0, sizeof *old);
@@ -594,34 +578,46 @@ EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old
   return rc;
 }
 
-EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
-{
+EXPORT __sighandler_t signal(int sig, __sighandler_t handler) {
   if (!real.signal && g_state == ST_NONE) init();
-  if (!real.signal) { errno = ENOSYS; return SIG_ERR; }
+  if (!real.signal) {
+    errno = ENOSYS;
+    return SIG_ERR;
+  }
   __sighandler_t prev = real.signal(sig, handler);
   return prev == on_fatal ? SIG_DFL : prev;
 }
 
-__attribute__((destructor)) static void at_exit_flush(void)
-{
+__attribute__((destructor)) static void at_exit_flush(void) {
   if (!g_active) return;
   __atomic_store_n(&g_sync, 1, __ATOMIC_RELAXED);
   flush_all();
 }
 
 /* --- initialisation ----------------------------------------------------------------- */
-#define RESOLVE(name) (real.name = (__typeof__(real.name)) dlsym(RTLD_NEXT, #name))
+#define RESOLVE(name) (real.name = (__typeof__(real.name))dlsym(RTLD_NEXT, #name))
 
-static void init(void)
-{
+static void init(void) {
   int expect = ST_NONE;
-  if (!__atomic_compare_exchange_n(&g_state, &expect, ST_RESOLVING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-    return;
+  if (!__atomic_compare_exchange_n(&g_state, &expect, ST_RESOLVING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return;
   tls_busy++;
-  RESOLVE(malloc); RESOLVE(calloc); RESOLVE(realloc); RESOLVE(reallocarray); RESOLVE(free);
-  RESOLVE(free_sized); RESOLVE(memalign); RESOLVE(posix_memalign); RESOLVE(aligned_alloc);
-  RESOLVE(valloc); RESOLVE(pvalloc); RESOLVE(pthread_create); RESOLVE(execve);
-  RESOLVE(execvp); RESOLVE(execvpe); RESOLVE(sigaction); RESOLVE(signal);
+  RESOLVE(malloc);
+  RESOLVE(calloc);
+  RESOLVE(realloc);
+  RESOLVE(reallocarray);
+  RESOLVE(free);
+  RESOLVE(free_sized);
+  RESOLVE(memalign);
+  RESOLVE(posix_memalign);
+  RESOLVE(aligned_alloc);
+  RESOLVE(valloc);
+  RESOLVE(pvalloc);
+  RESOLVE(pthread_create);
+  RESOLVE(execve);
+  RESOLVE(execvp);
+  RESOLVE(execvpe);
+  RESOLVE(sigaction);
+  RESOLVE(signal);
   if (!real.malloc || !real.sigaction || !real.signal || !real.free || !real.calloc || !real.realloc) {
     static const char msg[] = "libhpmtrace: cannot find the real malloc\n";
     write(2, msg, sizeof msg - 1);
@@ -641,16 +637,20 @@ static void init(void)
   tls_busy--;
 }
 
-__attribute__((constructor)) static void ctor(void) { if (g_state == ST_NONE) init(); }
+__attribute__((constructor)) static void ctor(void) {
+  if (g_state == ST_NONE) init();
+}
 
 /* True when the call should be recorded; false: pass through (or bootstrap
    if the real functions are not known yet: then *BOOT is set).  */
-static inline int enter(int *boot)
-{
+static inline int enter(int *boot) {
   *boot = 0;
   if (UNLIKELY(__atomic_load_n(&g_state, __ATOMIC_ACQUIRE) != ST_READY)) {
     init();
-    if (__atomic_load_n(&g_state, __ATOMIC_ACQUIRE) != ST_READY) { *boot = 1; return 0; }
+    if (__atomic_load_n(&g_state, __ATOMIC_ACQUIRE) != ST_READY) {
+      *boot = 1;
+      return 0;
+    }
   }
   if (tls_busy || !__atomic_load_n(&g_active, __ATOMIC_RELAXED)) return 0;
   tls_busy++;
@@ -659,22 +659,21 @@ static inline int enter(int *boot)
 
 static inline void leave(void) { tls_busy--; }
 
-static void rec_new(unsigned kind, void *p, uint64_t size, uint64_t arg)
-{
-  struct hpm_event e = { .kind = (uint8_t) kind, .size = size, .arg = arg };
+static void rec_new(unsigned kind, void *p, uint64_t size, uint64_t arg) {
+  struct hpm_event e = { .kind = (uint8_t)kind, .size = size, .arg = arg };
   e.t = event_ns() - g_start_ns;
-  if (p) { e.id = new_id(); idmap_insert(p, e.id); } else e.flags = HPM_F_FAIL;
+  if (p) {
+    e.id = new_id();
+    idmap_insert(p, e.id);
+  } else
+    e.flags = HPM_F_FAIL;
   record(&e);
 }
 
-static uint64_t ref_of(void *p)
-{
-  return p ? idmap_remove(p) : HPM_REF_NULL;
-}
+static uint64_t ref_of(void *p) { return p ? idmap_remove(p) : HPM_REF_NULL; }
 
 /* --- the interposed API ------------------------------------------------------------- */
-EXPORT void *malloc(size_t n)
-{
+EXPORT void *malloc(size_t n) {
   int boot;
   if (!enter(&boot)) return boot ? boot_alloc(n, 16) : real.malloc(n);
   void *p = real.malloc(n);
@@ -683,13 +682,12 @@ EXPORT void *malloc(size_t n)
   return p;
 }
 
-EXPORT void *calloc(size_t m, size_t n)
-{
+EXPORT void *calloc(size_t m, size_t n) {
   int boot;
   if (!enter(&boot)) {
     if (!boot) return real.calloc(m, n);
     size_t t;
-    return __builtin_mul_overflow(m, n, &t) ? NULL : boot_alloc(t, 16);   /* static: zeroed */
+    return __builtin_mul_overflow(m, n, &t) ? NULL : boot_alloc(t, 16); /* static: zeroed */
   }
   void *p = real.calloc(m, n);
   rec_new(HPM_CALLOC, p, n, m);
@@ -697,12 +695,11 @@ EXPORT void *calloc(size_t m, size_t n)
   return p;
 }
 
-static void *realloc_common(unsigned kind, void *old, size_t m, size_t n)
-{
+static void *realloc_common(unsigned kind, void *old, size_t m, size_t n) {
   int boot;
   size_t total;
   if (__builtin_mul_overflow(m, n, &total)) total = SIZE_MAX;
-  if (old && is_boot(old)) {   /* move out of the bootstrap heap */
+  if (old && is_boot(old)) { /* move out of the bootstrap heap */
     void *p = boot_alloc(total, 16);
     if (!p && __atomic_load_n(&g_state, __ATOMIC_ACQUIRE) == ST_READY) p = real.malloc(total);
     if (p) memcpy(p, old, boot_size(old) < total ? boot_size(old) : total);
@@ -715,7 +712,7 @@ static void *realloc_common(unsigned kind, void *old, size_t m, size_t n)
   uint64_t ref = ref_of(old);
   uint64_t t0 = event_ns();
   void *p = kind == HPM_REALLOC ? real.realloc(old, n) : real.reallocarray(old, m, n);
-  struct hpm_event e = { .kind = (uint8_t) kind, .ref = ref, .size = n, .arg = m };
+  struct hpm_event e = { .kind = (uint8_t)kind, .ref = ref, .size = n, .arg = m };
   uint64_t t1 = event_ns();
   e.t = t1 - g_start_ns;
   e.dur = t1 - t0;
@@ -724,8 +721,10 @@ static void *realloc_common(unsigned kind, void *old, size_t m, size_t n)
     idmap_insert(p, e.id);
   } else {
     e.flags = HPM_F_FAIL;
-    if (old && total == 0) e.flags |= HPM_F_OLD_FREED;       /* realloc(p, 0) freed p */
-    else if (old && ref > HPM_REF_UNKNOWN) idmap_insert(old, ref);   /* still live */
+    if (old && total == 0)
+      e.flags |= HPM_F_OLD_FREED; /* realloc(p, 0) freed p */
+    else if (old && ref > HPM_REF_UNKNOWN)
+      idmap_insert(old, ref); /* still live */
   }
   record(&e);
   leave();
@@ -734,39 +733,43 @@ static void *realloc_common(unsigned kind, void *old, size_t m, size_t n)
 
 EXPORT void *realloc(void *old, size_t n) { return realloc_common(HPM_REALLOC, old, 1, n); }
 
-EXPORT void *reallocarray(void *old, size_t m, size_t n)
-{
+EXPORT void *reallocarray(void *old, size_t m, size_t n) {
   if (UNLIKELY(!real.reallocarray && g_state == ST_READY)) {
     size_t t;
-    if (__builtin_mul_overflow(m, n, &t)) { errno = ENOMEM; return NULL; }
+    if (__builtin_mul_overflow(m, n, &t)) {
+      errno = ENOMEM;
+      return NULL;
+    }
     return realloc(old, t);
   }
   return realloc_common(HPM_REALLOCARRAY, old, m, n);
 }
 
-static void free_common(unsigned kind, void *p, size_t size)
-{
+static void free_common(unsigned kind, void *p, size_t size) {
   int boot;
   if (is_boot(p)) return;
   if (!enter(&boot)) {
     if (boot || !p) return;
-    if (kind == HPM_FREE_SIZED && real.free_sized) real.free_sized(p, size);
-    else real.free(p);
+    if (kind == HPM_FREE_SIZED && real.free_sized)
+      real.free_sized(p, size);
+    else
+      real.free(p);
     return;
   }
-  struct hpm_event e = { .kind = (uint8_t) kind, .ref = ref_of(p), .size = size };
+  struct hpm_event e = { .kind = (uint8_t)kind, .ref = ref_of(p), .size = size };
   e.t = event_ns() - g_start_ns;
   record(&e);
-  if (kind == HPM_FREE_SIZED && real.free_sized) real.free_sized(p, size);
-  else real.free(p);
+  if (kind == HPM_FREE_SIZED && real.free_sized)
+    real.free_sized(p, size);
+  else
+    real.free(p);
   leave();
 }
 
 EXPORT void free(void *p) { free_common(HPM_FREE, p, 0); }
 EXPORT void free_sized(void *p, size_t n) { free_common(HPM_FREE_SIZED, p, n); }
 
-static void *aligned_common(unsigned kind, size_t align, size_t n)
-{
+static void *aligned_common(unsigned kind, size_t align, size_t n) {
   int boot;
   if (!enter(&boot)) {
     if (boot) return boot_alloc(n, align);
@@ -794,8 +797,7 @@ EXPORT void *aligned_alloc(size_t a, size_t n) { return aligned_common(HPM_ALIGN
 EXPORT void *valloc(size_t n) { return aligned_common(HPM_VALLOC, 0, n); }
 EXPORT void *pvalloc(size_t n) { return aligned_common(HPM_PVALLOC, 0, n); }
 
-EXPORT int posix_memalign(void **out, size_t a, size_t n)
-{
+EXPORT int posix_memalign(void **out, size_t a, size_t n) {
   int boot;
   if (!enter(&boot)) {
     if (!boot) return real.posix_memalign(out, a, n);
@@ -811,11 +813,14 @@ EXPORT int posix_memalign(void **out, size_t a, size_t n)
 }
 
 /* --- threads, exec, _exit ------------------------------------------------------------ */
-struct tramp { void *(*fn)(void *); void *arg; uint32_t parent; };
+struct tramp {
+  void *(*fn)(void *);
+  void *arg;
+  uint32_t parent;
+};
 
-static void *thread_tramp(void *v)
-{
-  struct tramp t = *(struct tramp *) v;
+static void *thread_tramp(void *v) {
+  struct tramp t = *(struct tramp *)v;
   tls_busy++;
   real.free(v);
   tls_parent = t.parent;
@@ -824,8 +829,7 @@ static void *thread_tramp(void *v)
   return t.fn(t.arg);
 }
 
-EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
-{
+EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
   if (g_state != ST_READY) init();
   if (!real.pthread_create) return EAGAIN;
   if (!g_active) return real.pthread_create(th, attr, fn, arg);
@@ -833,29 +837,34 @@ EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
   struct tramp *t = real.malloc(sizeof *t);
   tls_busy--;
   if (!t) return EAGAIN;
-  t->fn = fn; t->arg = arg; t->parent = tls_tb ? tls_tb->thread : 0;
+  t->fn = fn;
+  t->arg = arg;
+  t->parent = tls_tb ? tls_tb->thread : 0;
   int rc = real.pthread_create(th, attr, thread_tramp, t);
-  if (rc) { tls_busy++; real.free(t); tls_busy--; }
+  if (rc) {
+    tls_busy++;
+    real.free(t);
+    tls_busy--;
+  }
   return rc;
 }
 
 /* Before an exec the image's buffers would be lost: write them.  */
-static void before_exec(void) { if (g_active) flush_all(); }
+static void before_exec(void) {
+  if (g_active) flush_all();
+}
 
-EXPORT int execve(const char *path, char *const argv[], char *const envp[])
-{
+EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
   if (g_state != ST_READY) init();
   before_exec();
   return real.execve(path, argv, envp);
 }
-EXPORT int execvp(const char *file, char *const argv[])
-{
+EXPORT int execvp(const char *file, char *const argv[]) {
   if (g_state != ST_READY) init();
   before_exec();
   return real.execvp(file, argv);
 }
-EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
-{
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
   if (g_state != ST_READY) init();
   before_exec();
   return real.execvpe(file, argv, envp);
@@ -865,16 +874,12 @@ EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
    through the hooks above: hook them too, or an image that ends by one of
    them would lose what its threads had buffered.  The variadic forms copy
    their arguments into an array mapped for the purpose (any count).  */
-EXPORT int execv(const char *path, char *const argv[])
-{
-  return execve(path, argv, environ);
-}
+EXPORT int execv(const char *path, char *const argv[]) { return execve(path, argv, environ); }
 
 /* argv for execl/execle/execlp: arg0, the variadic strings up to NULL;
    *envp gets the pointer after the NULL when want_env.  NULL on failure
    (errno set).  Free with munmap(ret, *len).  */
-static char **collect_args(const char *arg0, va_list ap, int want_env, char *const **envp, size_t *len)
-{
+static char **collect_args(const char *arg0, va_list ap, int want_env, char *const **envp, size_t *len) {
   va_list cp;
   va_copy(cp, ap);
   size_t n = 1;
@@ -882,9 +887,12 @@ static char **collect_args(const char *arg0, va_list ap, int want_env, char *con
   va_end(cp);
   *len = (n + 1) * sizeof(char *);
   char **argv = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (argv == MAP_FAILED) { errno = ENOMEM; return NULL; }
-  argv[0] = (char *) arg0;
-  for (size_t i = 1; i <= n; i++) argv[i] = va_arg(ap, char *);   /* the last is the NULL */
+  if (argv == MAP_FAILED) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  argv[0] = (char *)arg0;
+  for (size_t i = 1; i <= n; i++) argv[i] = va_arg(ap, char *); /* the last is the NULL */
   if (want_env) *envp = va_arg(ap, char *const *);
   return argv;
 }
@@ -892,21 +900,19 @@ static char **collect_args(const char *arg0, va_list ap, int want_env, char *con
 /* execl, execle, execlp: the variadic arguments as an array, then execve
    (or execvp when `search`); returns only when the exec failed, with its
    errno.  */
-static int exec_list(const char *path, int search, int want_env, const char *arg, va_list ap)
-{
+static int exec_list(const char *path, int search, int want_env, const char *arg, va_list ap) {
   size_t len;
   char *const *envp = environ;
   char **argv = collect_args(arg, ap, want_env, &envp, &len);
   if (!argv) return -1;
   int rc = search ? execvp(path, argv) : execve(path, argv, envp);
   int e = errno;
-  (void) munmap(argv, len);   /* nothing to do if this fails too */
+  (void)munmap(argv, len); /* nothing to do if this fails too */
   errno = e;
   return rc;
 }
 
-EXPORT int execl(const char *path, const char *arg, ...)
-{
+EXPORT int execl(const char *path, const char *arg, ...) {
   va_list ap;
   va_start(ap, arg);
   int rc = exec_list(path, 0, 0, arg, ap);
@@ -914,8 +920,7 @@ EXPORT int execl(const char *path, const char *arg, ...)
   return rc;
 }
 
-EXPORT int execle(const char *path, const char *arg, ...)
-{
+EXPORT int execle(const char *path, const char *arg, ...) {
   va_list ap;
   va_start(ap, arg);
   int rc = exec_list(path, 0, 1, arg, ap);
@@ -923,8 +928,7 @@ EXPORT int execle(const char *path, const char *arg, ...)
   return rc;
 }
 
-EXPORT int execlp(const char *file, const char *arg, ...)
-{
+EXPORT int execlp(const char *file, const char *arg, ...) {
   va_list ap;
   va_start(ap, arg);
   int rc = exec_list(file, 1, 0, arg, ap);
@@ -932,8 +936,7 @@ EXPORT int execlp(const char *file, const char *arg, ...)
   return rc;
 }
 
-EXPORT void _exit(int status)
-{
+EXPORT void _exit(int status) {
   if (g_active) flush_all();
   for (;;) syscall(SYS_exit_group, status);
 }

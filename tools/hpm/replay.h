@@ -8,12 +8,12 @@
 enum { TOUCH_NONE, TOUCH_FIRST, TOUCH_FULL };
 
 struct replay_opts {
-  const char *allocator;     /* "glibc", "hpmalloc", "jemalloc", ..., or a path */
-  const char *tunables;      /* GLIBC_TUNABLES for the run, NULL: inherit */
-  int serial;                /* --threads serial */
+  const char *allocator; /* "glibc", "hpmalloc", "jemalloc", ..., or a path */
+  const char *tunables;  /* GLIBC_TUNABLES for the run, NULL: inherit */
+  int serial;            /* --threads serial */
   int touch;
   struct tlb_geom geom;
-  double walk_ns;            /* measured cost of a walk, 0: unknown */
+  double walk_ns; /* measured cost of a walk, 0: unknown */
 };
 
 /* Write P as a replay image into a memfd; returns the fd or -1.  */

@@ -32,31 +32,31 @@
      structures like its 16 MiB hash pages (the preset's figures are for
      its ERAT/TLB in general, without per-size 1G data).  */
 static const struct tlb_geom presets[] = {
-  { "skylake",      { 64, 4 },  { 32, 4 },  { 1536, 12 }, 9, 30,  { 4, 4 },   { 16, 4 } },
-  { "golden-cove",  { 96, 6 },  { 32, 4 },  { 2048, 16 }, 8, 30,  { 8, 8 },   { 1024, 8 } },
-  { "zen3",         { 64, 64 }, { 64, 64 }, { 2048, 16 }, 7, 35,  { 64, 64 }, { 0, 0 } },
-  { "zen4",         { 72, 72 }, { 72, 72 }, { 3072, 24 }, 7, 35,  { 72, 72 }, { 0, 0 } },
-  { "power9-radix", { 64, 64 }, { 64, 64 }, { 1024, 4 },  10, 60,  { 0, 0 },  { 0, 0 } },
-  { "power9-hash",  { 64, 64 }, { 64, 64 }, { 1024, 4 },  10, 120, { 0, 0 },  { 0, 0 } },
+  { "skylake", { 64, 4 }, { 32, 4 }, { 1536, 12 }, 9, 30, { 4, 4 }, { 16, 4 } },
+  { "golden-cove", { 96, 6 }, { 32, 4 }, { 2048, 16 }, 8, 30, { 8, 8 }, { 1024, 8 } },
+  { "zen3", { 64, 64 }, { 64, 64 }, { 2048, 16 }, 7, 35, { 64, 64 }, { 0, 0 } },
+  { "zen4", { 72, 72 }, { 72, 72 }, { 3072, 24 }, 7, 35, { 72, 72 }, { 0, 0 } },
+  { "power9-radix", { 64, 64 }, { 64, 64 }, { 1024, 4 }, 10, 60, { 0, 0 }, { 0, 0 } },
+  { "power9-hash", { 64, 64 }, { 64, 64 }, { 1024, 4 }, 10, 120, { 0, 0 }, { 0, 0 } },
 };
 
-void tlb_geom_list(FILE *f)
-{
+void tlb_geom_list(FILE *f) {
   for (size_t i = 0; i < sizeof presets / sizeof *presets; i++) {
     const struct tlb_geom *g = &presets[i];
-    fprintf(f, "  %-13s L1 4K %u/%u-way, L1 2M %u/%u-way, L2 %u/%u-way, L2 hit %u cycles, walk %u cycles\n",
-            g->name, g->l1_4k.entries, g->l1_4k.ways, g->l1_2m.entries, g->l1_2m.ways,
-            g->l2.entries, g->l2.ways, g->l2_hit_cycles, g->walk_cycles);
-    fprintf(f, "  %-13s L1 1G %u/%u-way, L2 1G %u/%u-way%s\n", "", g->l1_1g.entries, g->l1_1g.ways,
-            g->l2_1g.entries, g->l2_1g.ways,
-            !g->l1_1g.entries ? " (1G as 2M)" : !g->l2_1g.entries ? " (L2: 1G as 2M in the shared L2)" : "");
+    fprintf(f, "  %-13s L1 4K %u/%u-way, L1 2M %u/%u-way, L2 %u/%u-way, L2 hit %u cycles, walk %u cycles\n", g->name,
+            g->l1_4k.entries, g->l1_4k.ways, g->l1_2m.entries, g->l1_2m.ways, g->l2.entries, g->l2.ways,
+            g->l2_hit_cycles, g->walk_cycles);
+    fprintf(f, "  %-13s L1 1G %u/%u-way, L2 1G %u/%u-way%s\n", "", g->l1_1g.entries, g->l1_1g.ways, g->l2_1g.entries,
+            g->l2_1g.ways,
+            !g->l1_1g.entries   ? " (1G as 2M)"
+            : !g->l2_1g.entries ? " (L2: 1G as 2M in the shared L2)"
+                                : "");
   }
 }
 
-static unsigned amd_l2_assoc(unsigned code, unsigned entries)
-{
+static unsigned amd_l2_assoc(unsigned code, unsigned entries) {
   static const unsigned tab[16] = { 0, 1, 2, 3, 4, 0, 8, 0, 16, 0, 32, 48, 64, 96, 128, 0 };
-  if (code == 0xF) return entries;   /* fully associative */
+  if (code == 0xF) return entries; /* fully associative */
   return tab[code & 0xF];
 }
 
@@ -65,15 +65,18 @@ static unsigned amd_l2_assoc(unsigned code, unsigned entries)
 typedef int (*cpuid_fn)(unsigned leaf, unsigned sub, unsigned r[4], void *ctx);
 static int valid_level(const struct tlb_level *l);
 
-static int tlb_decode(cpuid_fn cpuid, void *ctx, struct tlb_geom *g)
-{
+static int tlb_decode(cpuid_fn cpuid, void *ctx, struct tlb_geom *g) {
   unsigned r[4], max;
   char vendor[13];
   if (!cpuid(0, 0, r, ctx)) return -1;
   max = r[0];
-  memcpy(vendor, &r[1], 4); memcpy(vendor + 4, &r[3], 4); memcpy(vendor + 8, &r[2], 4); vendor[12] = 0;
+  memcpy(vendor, &r[1], 4);
+  memcpy(vendor + 4, &r[3], 4);
+  memcpy(vendor + 8, &r[2], 4);
+  vendor[12] = 0;
   memset(g, 0, sizeof *g);
-  g->l2_hit_cycles = 8; g->walk_cycles = 30;
+  g->l2_hit_cycles = 8;
+  g->walk_cycles = 30;
   if (!strcmp(vendor, "GenuineIntel") && max >= 0x18) {
     if (!cpuid(0x18, 0, r, ctx)) return -1;
     unsigned nsub = r[0];
@@ -81,58 +84,61 @@ static int tlb_decode(cpuid_fn cpuid, void *ctx, struct tlb_geom *g)
       if (!cpuid(0x18, s, r, ctx)) break;
       unsigned b = r[1], c = r[2], d = r[3];
       unsigned type = d & 0x1F, level = (d >> 5) & 7;
-      if (type == 0 || type == 2 || type == 5) continue;   /* invalid, instruction, store-only */
+      if (type == 0 || type == 2 || type == 5) continue; /* invalid, instruction, store-only */
       unsigned ways = b >> 16, sets = c;
-      if (d & 0x100) { ways = ways * sets; sets = 1; }     /* fully associative */
+      if (d & 0x100) {
+        ways = ways * sets;
+        sets = 1;
+      } /* fully associative */
       unsigned entries = ways * sets;
       if (!entries) continue;
       /* EBX page sizes: bit 0 4K, 1 2M, 2 4M, 3 1G.  */
       if (level == 1) {
-        if ((b & 1) && entries > g->l1_4k.entries) g->l1_4k = (struct tlb_level) { entries, ways };
-        if ((b & 2) && entries > g->l1_2m.entries) g->l1_2m = (struct tlb_level) { entries, ways };
-        if ((b & 8) && entries > g->l1_1g.entries) g->l1_1g = (struct tlb_level) { entries, ways };
+        if ((b & 1) && entries > g->l1_4k.entries) g->l1_4k = (struct tlb_level){ entries, ways };
+        if ((b & 2) && entries > g->l1_2m.entries) g->l1_2m = (struct tlb_level){ entries, ways };
+        if ((b & 8) && entries > g->l1_1g.entries) g->l1_1g = (struct tlb_level){ entries, ways };
       } else if (level == 2) {
-        if ((b & 1) && entries > g->l2.entries) g->l2 = (struct tlb_level) { entries, ways };
-        if ((b & 8) && entries > g->l2_1g.entries) g->l2_1g = (struct tlb_level) { entries, ways };
+        if ((b & 1) && entries > g->l2.entries) g->l2 = (struct tlb_level){ entries, ways };
+        if ((b & 8) && entries > g->l2_1g.entries) g->l2_1g = (struct tlb_level){ entries, ways };
       }
     }
-    (void) snprintf(g->name, sizeof g->name, "cpuid-intel");   /* fits */
+    (void)snprintf(g->name, sizeof g->name, "cpuid-intel"); /* fits */
   } else if (!strcmp(vendor, "AuthenticAMD") || !strcmp(vendor, "HygonGenuine")) {
     if (!cpuid(0x80000000, 0, r, ctx) || r[0] < 0x80000006) return -1;
     unsigned maxext = r[0];
     if (!cpuid(0x80000005, 0, r, ctx)) return -1;
-    g->l1_2m = (struct tlb_level) { (r[0] >> 16) & 0xFF, (r[0] >> 24) & 0xFF };
-    g->l1_4k = (struct tlb_level) { (r[1] >> 16) & 0xFF, (r[1] >> 24) & 0xFF };
+    g->l1_2m = (struct tlb_level){ (r[0] >> 16) & 0xFF, (r[0] >> 24) & 0xFF };
+    g->l1_4k = (struct tlb_level){ (r[1] >> 16) & 0xFF, (r[1] >> 24) & 0xFF };
     if (g->l1_2m.ways == 0xFF) g->l1_2m.ways = g->l1_2m.entries;
     if (g->l1_4k.ways == 0xFF) g->l1_4k.ways = g->l1_4k.entries;
     if (!cpuid(0x80000006, 0, r, ctx)) return -1;
     unsigned e4 = (r[1] >> 16) & 0xFFF, e2 = (r[0] >> 16) & 0xFFF;
     unsigned code = e4 >= e2 ? r[1] >> 28 : r[0] >> 28, e = e4 >= e2 ? e4 : e2;
-    g->l2 = (struct tlb_level) { e, amd_l2_assoc(code, e) };
+    g->l2 = (struct tlb_level){ e, amd_l2_assoc(code, e) };
     /* 0x80000019: EAX 31:28/27:16 L1 dTLB 1G assoc/entries, EBX the same
        for the L2 dTLB (the L2-style associativity code for both).  */
     if (maxext >= 0x80000019 && cpuid(0x80000019, 0, r, ctx)) {
       unsigned e1 = (r[0] >> 16) & 0xFFF, e2g = (r[1] >> 16) & 0xFFF;
-      g->l1_1g = (struct tlb_level) { e1, amd_l2_assoc(r[0] >> 28, e1) };
-      g->l2_1g = (struct tlb_level) { e2g, amd_l2_assoc(r[1] >> 28, e2g) };
+      g->l1_1g = (struct tlb_level){ e1, amd_l2_assoc(r[0] >> 28, e1) };
+      g->l2_1g = (struct tlb_level){ e2g, amd_l2_assoc(r[1] >> 28, e2g) };
     }
-    g->l2_hit_cycles = 7; g->walk_cycles = 35;
-    (void) snprintf(g->name, sizeof g->name, "cpuid-amd");   /* fits */
+    g->l2_hit_cycles = 7;
+    g->walk_cycles = 35;
+    (void)snprintf(g->name, sizeof g->name, "cpuid-amd"); /* fits */
   } else
     return -1;
   if (!g->l1_4k.entries || !g->l2.entries || !g->l1_4k.ways || !g->l2.ways) return -1;
-  if (!g->l1_2m.entries || !g->l1_2m.ways) g->l1_2m = (struct tlb_level) { 32, 4 };
+  if (!g->l1_2m.entries || !g->l1_2m.ways) g->l1_2m = (struct tlb_level){ 32, 4 };
   /* A 1G level the model cannot take (say 48 entries, 32-way) is dropped,
      not the whole geometry: 1G pages then take the 2M path.  */
-  if (!valid_level(&g->l1_1g)) g->l1_1g = (struct tlb_level) { 0, 0 };
-  if (!valid_level(&g->l2_1g)) g->l2_1g = (struct tlb_level) { 0, 0 };
+  if (!valid_level(&g->l1_1g)) g->l1_1g = (struct tlb_level){ 0, 0 };
+  if (!valid_level(&g->l2_1g)) g->l2_1g = (struct tlb_level){ 0, 0 };
   return 0;
 }
 
 #if defined(__x86_64__) || defined(__i386__)
-static int cpuid_insn(unsigned leaf, unsigned sub, unsigned r[4], void *ctx)
-{
-  (void) ctx;
+static int cpuid_insn(unsigned leaf, unsigned sub, unsigned r[4], void *ctx) {
+  (void)ctx;
   unsigned top = __get_cpuid_max(leaf & 0x80000000u, NULL);
   if (top < leaf) return 0;
   __cpuid_count(leaf, sub, r[0], r[1], r[2], r[3]);
@@ -140,25 +146,35 @@ static int cpuid_insn(unsigned leaf, unsigned sub, unsigned r[4], void *ctx)
 }
 static int tlb_from_cpuid(struct tlb_geom *g) { return tlb_decode(cpuid_insn, NULL, g); }
 #else
-static int tlb_from_cpuid(struct tlb_geom *g) { (void) g; return -1; }
+static int tlb_from_cpuid(struct tlb_geom *g) {
+  (void)g;
+  return -1;
+}
 #endif
 
 /* Tests: `hpm __tlbdecode FILE`, FILE holding lines "leaf subleaf eax ebx ecx edx" (hex).  */
-struct cpuid_table { unsigned n; unsigned v[64][6]; };
+struct cpuid_table {
+  unsigned n;
+  unsigned v[64][6];
+};
 
-static int cpuid_from_table(unsigned leaf, unsigned sub, unsigned r[4], void *ctx)
-{
+static int cpuid_from_table(unsigned leaf, unsigned sub, unsigned r[4], void *ctx) {
   const struct cpuid_table *t = ctx;
   for (unsigned i = 0; i < t->n; i++)
-    if (t->v[i][0] == leaf && t->v[i][1] == sub) { memcpy(r, &t->v[i][2], 4 * sizeof *r); return 1; }
-  if (leaf == 0x18 || leaf == 0x80000005 || leaf == 0x80000006 || leaf == 0x80000019) { memset(r, 0, 4 * sizeof *r); return 1; }
+    if (t->v[i][0] == leaf && t->v[i][1] == sub) {
+      memcpy(r, &t->v[i][2], 4 * sizeof *r);
+      return 1;
+    }
+  if (leaf == 0x18 || leaf == 0x80000005 || leaf == 0x80000006 || leaf == 0x80000019) {
+    memset(r, 0, 4 * sizeof *r);
+    return 1;
+  }
   return 0;
 }
 
 /* N hexadecimal numbers (at most 32 bits each) separated by blanks, then
    nothing but blanks: 0, else -1.  */
-static int hex_fields(const char *s, unsigned *v, int n)
-{
+static int hex_fields(const char *s, unsigned *v, int n) {
   for (int k = 0; k < n; k++) {
     char *end;
     while (*s == ' ' || *s == '\t') s++;
@@ -166,91 +182,92 @@ static int hex_fields(const char *s, unsigned *v, int n)
     errno = 0;
     unsigned long x = strtoul(s, &end, 16);
     if (errno || x > UINT_MAX) return -1;
-    v[k] = (unsigned) x;
+    v[k] = (unsigned)x;
     s = end;
   }
   while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r') s++;
   return *s ? -1 : 0;
 }
 
-int cmd_tlbdecode(int argc, char **argv)
-{
+int cmd_tlbdecode(int argc, char **argv) {
   static struct cpuid_table t;
   FILE *f = argc == 2 ? fopen(argv[1], "r") : NULL;
-  if (!f) { fprintf(stderr, "usage: hpm __tlbdecode FILE\n"); return 2; }
+  if (!f) {
+    fprintf(stderr, "usage: hpm __tlbdecode FILE\n");
+    return 2;
+  }
   char line[256];
-  while (t.n < 64 && fgets(line, sizeof line, f) && hex_fields(line, t.v[t.n], 6) == 0)
-    t.n++;
-  (void) fclose(f);   /* opened for reading: nothing to lose */
+  while (t.n < 64 && fgets(line, sizeof line, f) && hex_fields(line, t.v[t.n], 6) == 0) t.n++;
+  (void)fclose(f); /* opened for reading: nothing to lose */
   struct tlb_geom g;
-  if (tlb_decode(cpuid_from_table, &t, &g)) { fprintf(stderr, "hpm: no TLB geometry in %s\n", argv[1]); return 1; }
+  if (tlb_decode(cpuid_from_table, &t, &g)) {
+    fprintf(stderr, "hpm: no TLB geometry in %s\n", argv[1]);
+    return 1;
+  }
   printf("%s l1_4k=%u/%u l1_2m=%u/%u l2=%u/%u l1_1g=%u/%u l2_1g=%u/%u\n", g.name, g.l1_4k.entries, g.l1_4k.ways,
-         g.l1_2m.entries, g.l1_2m.ways, g.l2.entries, g.l2.ways,
-         g.l1_1g.entries, g.l1_1g.ways, g.l2_1g.entries, g.l2_1g.ways);
+         g.l1_2m.entries, g.l1_2m.ways, g.l2.entries, g.l2.ways, g.l1_1g.entries, g.l1_1g.ways, g.l2_1g.entries,
+         g.l2_1g.ways);
   return 0;
 }
 
 /* Tests: `hpm __tlbsim SPEC PAGE NPAGES ROUNDS` touches NPAGES pages of size
    PAGE (0 4K, 1 2M, 2 1G, or a shift) in order, ROUNDS times, through the
    model of SPEC (as --tlb) and prints "accesses=A l1_misses=M walks=W".  */
-int cmd_tlbsim(int argc, char **argv)
-{
+int cmd_tlbsim(int argc, char **argv) {
   struct tlb_geom g;
   char err[256];
   unsigned long long page, npages, rounds;
-  if (argc != 5 || parse_uint(argv[2], 0, 40, &page) || (page > 2 && page < 12)
-      || parse_uint(argv[3], 1, 1u << 20, &npages) || parse_uint(argv[4], 1, 1000, &rounds)) {
+  if (argc != 5 || parse_uint(argv[2], 0, 40, &page) || (page > 2 && page < 12) ||
+      parse_uint(argv[3], 1, 1u << 20, &npages) || parse_uint(argv[4], 1, 1000, &rounds)) {
     fprintf(stderr, "usage: hpm __tlbsim SPEC PAGE NPAGES ROUNDS\n");
     return 2;
   }
-  if (tlb_geom_get(argv[1], &g, err, sizeof err)) { fprintf(stderr, "hpm: %s\n", err); return 2; }
+  if (tlb_geom_get(argv[1], &g, err, sizeof err)) {
+    fprintf(stderr, "hpm: %s\n", err);
+    return 2;
+  }
   struct tlb_sim *s = tlb_sim_new(&g);
-  if (!s) { fprintf(stderr, "hpm: out of memory\n"); return 1; }
-  unsigned shift = page >= 12 ? (unsigned) page : page == 2 ? 30 : page == 1 ? 21 : 12;
+  if (!s) {
+    fprintf(stderr, "hpm: out of memory\n");
+    return 1;
+  }
+  unsigned shift = page >= 12 ? (unsigned)page : page == 2 ? 30 : page == 1 ? 21 : 12;
   for (unsigned long long r = 0; r < rounds; r++)
-    for (unsigned long long i = 0; i < npages; i++)
-      tlb_sim_access(s, (1ull << 40) + (i << shift), (int) page);
+    for (unsigned long long i = 0; i < npages; i++) tlb_sim_access(s, (1ull << 40) + (i << shift), (int)page);
   uint64_t acc, l1m, walks;
   tlb_sim_counts(s, &acc, &l1m, &walks);
   tlb_sim_free(s);
-  printf("accesses=%llu l1_misses=%llu walks=%llu\n", (unsigned long long) acc, (unsigned long long) l1m,
-         (unsigned long long) walks);
+  printf("accesses=%llu l1_misses=%llu walks=%llu\n", (unsigned long long)acc, (unsigned long long)l1m,
+         (unsigned long long)walks);
   return 0;
 }
 
-static int valid_level(const struct tlb_level *l)
-{
+static int valid_level(const struct tlb_level *l) {
   return l->entries && l->ways && l->ways <= l->entries && l->entries % l->ways == 0 && l->entries <= (1u << 20);
 }
 
 /* A 1G level: valid, or none (0 entries).  */
-static int valid_opt_level(const struct tlb_level *l)
-{
-  return l->entries == 0 || valid_level(l);
-}
+static int valid_opt_level(const struct tlb_level *l) { return l->entries == 0 || valid_level(l); }
 
-static int valid_geom(const struct tlb_geom *g)
-{
-  return valid_level(&g->l1_4k) && valid_level(&g->l2) && valid_level(&g->l1_2m)
-         && valid_opt_level(&g->l1_1g) && valid_opt_level(&g->l2_1g);
+static int valid_geom(const struct tlb_geom *g) {
+  return valid_level(&g->l1_4k) && valid_level(&g->l2) && valid_level(&g->l1_2m) && valid_opt_level(&g->l1_1g) &&
+         valid_opt_level(&g->l2_1g);
 }
 
 /* A decimal number in [0, UINT_MAX] at S (digits only): 0, else -1.
    *END: after it.  */
-static int spec_uint(const char *s, unsigned *v, char **end)
-{
+static int spec_uint(const char *s, unsigned *v, char **end) {
   if (*s < '0' || *s > '9') return -1;
   errno = 0;
   unsigned long x = strtoul(s, end, 10);
   if (errno || x > UINT_MAX) return -1;
-  *v = (unsigned) x;
+  *v = (unsigned)x;
   return 0;
 }
 
 /* TOK is "KEY=X", or "KEY=X/Y" when Y is given: returns how many numbers
    it holds (1 or 2), 0 if TOK is about another key, -1 if it is junk.  */
-static int spec_item(const char *tok, const char *key, unsigned *x, unsigned *y)
-{
+static int spec_item(const char *tok, const char *key, unsigned *x, unsigned *y) {
   size_t l = strlen(key);
   char *end;
   if (strncmp(tok, key, l) != 0 || tok[l] != '=') return 0;
@@ -263,8 +280,7 @@ static int spec_item(const char *tok, const char *key, unsigned *x, unsigned *y)
 /* SPEC: a preset name, "cpuid", "auto" (cpuid, else skylake), or
    "custom:l1=64/4,l1h=32/4,l2=1536/12,hit=9,walk=30[,l1g=4/4,l2g=16/4]"
    (l1g/l2g: the 1 GiB levels, 0/0 for none; default the skylake preset's).  */
-int tlb_geom_get(const char *spec, struct tlb_geom *g, char *err, size_t errlen)
-{
+int tlb_geom_get(const char *spec, struct tlb_geom *g, char *err, size_t errlen) {
   if (!spec || !strcmp(spec, "auto")) {
     if (tlb_from_cpuid(g) == 0 && valid_geom(g)) return 0;
     *g = presets[0];
@@ -272,52 +288,75 @@ int tlb_geom_get(const char *spec, struct tlb_geom *g, char *err, size_t errlen)
   }
   if (!strcmp(spec, "cpuid")) {
     if (tlb_from_cpuid(g) == 0 && valid_geom(g)) return 0;
-    (void) snprintf(err, errlen, "this CPU does not report its TLB geometry (CPUID 0x18 or 0x80000005/6/19); use a preset");
+    (void)snprintf(err, errlen,
+                   "this CPU does not report its TLB geometry (CPUID 0x18 or 0x80000005/6/19); use a preset");
     return -1;
   }
   for (size_t i = 0; i < sizeof presets / sizeof *presets; i++)
-    if (!strcmp(spec, presets[i].name)) { *g = presets[i]; return 0; }
+    if (!strcmp(spec, presets[i].name)) {
+      *g = presets[i];
+      return 0;
+    }
   if (!strncmp(spec, "custom:", 7)) {
     *g = presets[0];
-    (void) snprintf(g->name, sizeof g->name, "custom");   /* fits */
+    (void)snprintf(g->name, sizeof g->name, "custom"); /* fits */
     char buf[256];
     int n = snprintf(buf, sizeof buf, "%s", spec + 7);
-    if (n < 0 || (size_t) n >= sizeof buf) {
-      (void) snprintf(err, errlen, "TLB spec too long");   /* a message: truncation is harmless */
+    if (n < 0 || (size_t)n >= sizeof buf) {
+      (void)snprintf(err, errlen, "TLB spec too long"); /* a message: truncation is harmless */
       return -1;
     }
     /* Messages below: truncation is harmless.  */
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
       unsigned x, y;
-      if (spec_item(tok, "l1", &x, &y) == 2) g->l1_4k = (struct tlb_level) { x, y };
-      else if (spec_item(tok, "l1h", &x, &y) == 2) g->l1_2m = (struct tlb_level) { x, y };
-      else if (spec_item(tok, "l2", &x, &y) == 2) g->l2 = (struct tlb_level) { x, y };
-      else if (spec_item(tok, "l1g", &x, &y) == 2) g->l1_1g = (struct tlb_level) { x, y };
-      else if (spec_item(tok, "l2g", &x, &y) == 2) g->l2_1g = (struct tlb_level) { x, y };
-      else if (spec_item(tok, "hit", &x, NULL) == 1) g->l2_hit_cycles = x;
-      else if (spec_item(tok, "walk", &x, NULL) == 1) g->walk_cycles = x;
-      else { (void) snprintf(err, errlen, "bad TLB spec item '%s'", tok); return -1; }
+      if (spec_item(tok, "l1", &x, &y) == 2)
+        g->l1_4k = (struct tlb_level){ x, y };
+      else if (spec_item(tok, "l1h", &x, &y) == 2)
+        g->l1_2m = (struct tlb_level){ x, y };
+      else if (spec_item(tok, "l2", &x, &y) == 2)
+        g->l2 = (struct tlb_level){ x, y };
+      else if (spec_item(tok, "l1g", &x, &y) == 2)
+        g->l1_1g = (struct tlb_level){ x, y };
+      else if (spec_item(tok, "l2g", &x, &y) == 2)
+        g->l2_1g = (struct tlb_level){ x, y };
+      else if (spec_item(tok, "hit", &x, NULL) == 1)
+        g->l2_hit_cycles = x;
+      else if (spec_item(tok, "walk", &x, NULL) == 1)
+        g->walk_cycles = x;
+      else {
+        (void)snprintf(err, errlen, "bad TLB spec item '%s'", tok);
+        return -1;
+      }
     }
     if (!valid_geom(g)) {
-      (void) snprintf(err, errlen, "TLB levels need entries divisible by ways (at most 2^20 entries; l1g/l2g may be 0/0)");
+      (void)snprintf(err, errlen,
+                     "TLB levels need entries divisible by ways (at most 2^20 entries; l1g/l2g may be 0/0)");
       return -1;
     }
     return 0;
   }
-  (void) snprintf(err, errlen, "unknown TLB model '%s' (presets: skylake golden-cove zen3 zen4 power9-radix power9-hash; cpuid; custom:...)", spec);
+  (void)snprintf(
+      err, errlen,
+      "unknown TLB model '%s' (presets: skylake golden-cove zen3 zen4 power9-radix power9-hash; cpuid; custom:...)",
+      spec);
   return -1;
 }
 
 /* --- simulation ---------------------------------------------------------------- */
-struct tlb_set_arr { unsigned sets, ways; uint64_t *tag, *age; };
+struct tlb_set_arr {
+  unsigned sets, ways;
+  uint64_t *tag, *age;
+};
 struct tlb_sim {
-  struct tlb_set_arr l1[3], l2, l2g;   /* l1[2], l2g: 1 GiB; sets 0 = none */
+  struct tlb_set_arr l1[3], l2, l2g; /* l1[2], l2g: 1 GiB; sets 0 = none */
   uint64_t clock, accesses, l1_misses, walks;
 };
 
-static int arr_init(struct tlb_set_arr *a, const struct tlb_level *l)
-{
-  if (!l->entries || !l->ways) { a->sets = a->ways = 0; return 0; }   /* none (1G levels) */
+static int arr_init(struct tlb_set_arr *a, const struct tlb_level *l) {
+  if (!l->entries || !l->ways) {
+    a->sets = a->ways = 0;
+    return 0;
+  } /* none (1G levels) */
   a->ways = l->ways;
   a->sets = l->entries / l->ways;
   a->tag = calloc(l->entries, sizeof *a->tag);
@@ -327,12 +366,14 @@ static int arr_init(struct tlb_set_arr *a, const struct tlb_level *l)
 
 /* Look KEY (non-zero) up; insert on a miss (LRU).  1 on a hit; a level
    with no entries (callers avoid it) always misses.  */
-static int arr_access(struct tlb_set_arr *a, uint64_t key, uint64_t now)
-{
+static int arr_access(struct tlb_set_arr *a, uint64_t key, uint64_t now) {
   if (!a->sets) return 0;
-  size_t base = (size_t) ((key >> 2) % a->sets) * a->ways, victim = base;
+  size_t base = (size_t)((key >> 2) % a->sets) * a->ways, victim = base;
   for (size_t i = base; i < base + a->ways; i++) {
-    if (a->tag[i] == key) { a->age[i] = now; return 1; }
+    if (a->tag[i] == key) {
+      a->age[i] = now;
+      return 1;
+    }
     if (a->age[i] < a->age[victim]) victim = i;
   }
   a->tag[victim] = key;
@@ -340,12 +381,11 @@ static int arr_access(struct tlb_set_arr *a, uint64_t key, uint64_t now)
   return 0;
 }
 
-struct tlb_sim *tlb_sim_new(const struct tlb_geom *g)
-{
+struct tlb_sim *tlb_sim_new(const struct tlb_geom *g) {
   struct tlb_sim *s = calloc(1, sizeof *s);
   if (!s) return NULL;
-  if (arr_init(&s->l1[0], &g->l1_4k) || arr_init(&s->l1[1], &g->l1_2m) || arr_init(&s->l2, &g->l2)
-      || arr_init(&s->l1[2], &g->l1_1g) || arr_init(&s->l2g, &g->l2_1g)) {
+  if (arr_init(&s->l1[0], &g->l1_4k) || arr_init(&s->l1[1], &g->l1_2m) || arr_init(&s->l2, &g->l2) ||
+      arr_init(&s->l1[2], &g->l1_1g) || arr_init(&s->l2g, &g->l2_1g)) {
     tlb_sim_free(s);
     return NULL;
   }
@@ -354,14 +394,12 @@ struct tlb_sim *tlb_sim_new(const struct tlb_geom *g)
 
 /* Keys: (page number << 2 | size class) + 4, never 0; the set index is the
    page number (key >> 2, less one), as it was with 4K/2M only.  */
-static uint64_t page_key(uint64_t addr, int cls)
-{
+static uint64_t page_key(uint64_t addr, int cls) {
   static const unsigned shift[3] = { 12, 21, 30 };
-  return ((addr >> shift[cls]) << 2 | (uint64_t) cls) + 4;
+  return ((addr >> shift[cls]) << 2 | (uint64_t)cls) + 4;
 }
 
-void tlb_sim_access(struct tlb_sim *s, uint64_t addr, int page)
-{
+void tlb_sim_access(struct tlb_sim *s, uint64_t addr, int page) {
   int cls = page >= 30 ? 2 : page >= 21 ? 1 : page >= 12 ? 0 : page == 1 || page == 2 ? page : 0;
   /* Without 1G L1 entries a 1G page is modelled with the 2M structures, as
      CPUs without 1G TLB entries splinter it.  */
@@ -372,51 +410,59 @@ void tlb_sim_access(struct tlb_sim *s, uint64_t addr, int page)
   if (arr_access(&s->l1[cls], key, s->clock)) return;
   s->l1_misses++;
   int hit;
-  if (cls != 2) hit = arr_access(&s->l2, key, s->clock);
-  else if (s->l2g.sets) hit = arr_access(&s->l2g, key, s->clock);
-  else hit = arr_access(&s->l2, page_key(addr, 1), s->clock);   /* no 1G L2: the 2M splinter in the shared L2 */
+  if (cls != 2)
+    hit = arr_access(&s->l2, key, s->clock);
+  else if (s->l2g.sets)
+    hit = arr_access(&s->l2g, key, s->clock);
+  else
+    hit = arr_access(&s->l2, page_key(addr, 1), s->clock); /* no 1G L2: the 2M splinter in the shared L2 */
   if (!hit) s->walks++;
 }
 
-void tlb_sim_counts(const struct tlb_sim *s, uint64_t *acc, uint64_t *l1m, uint64_t *walks)
-{
-  *acc = s->accesses; *l1m = s->l1_misses; *walks = s->walks;
+void tlb_sim_counts(const struct tlb_sim *s, uint64_t *acc, uint64_t *l1m, uint64_t *walks) {
+  *acc = s->accesses;
+  *l1m = s->l1_misses;
+  *walks = s->walks;
 }
 
-void tlb_sim_free(struct tlb_sim *s)
-{
+void tlb_sim_free(struct tlb_sim *s) {
   if (!s) return;
-  for (int i = 0; i < 3; i++) { free(s->l1[i].tag); free(s->l1[i].age); }
-  free(s->l2.tag); free(s->l2.age);
-  free(s->l2g.tag); free(s->l2g.age);
+  for (int i = 0; i < 3; i++) {
+    free(s->l1[i].tag);
+    free(s->l1[i].age);
+  }
+  free(s->l2.tag);
+  free(s->l2.age);
+  free(s->l2g.tag);
+  free(s->l2g.age);
   free(s);
 }
 
 /* --- tlbcost --------------------------------------------------------------------- */
-static const char tlbcost_usage[] =
-  "usage: hpm tlbcost [--max SIZE] [--reads N] [--no-save]\n"
-  "Measures the latency of a dependent load (pointer chase, one cache line per\n"
-  "page, random order) over growing working sets on 4 KiB pages, THP\n"
-  "(MADV_HUGEPAGE) and hugetlbfs pages (when the pool has pages), and prints\n"
-  "nanoseconds per load by working-set size.  The extra latency of 4 KiB over\n"
-  "huge pages at the largest size is the cost of a TLB miss (page walk); it is\n"
-  "saved to $XDG_CACHE_HOME/hpm/tlbcost (or ~/.cache/hpm/tlbcost) where\n"
-  "`hpm replay` reads it to turn model misses into time.  Default --max 1G.\n";
+static const char tlbcost_usage[] = "usage: hpm tlbcost [--max SIZE] [--reads N] [--no-save]\n"
+                                    "Measures the latency of a dependent load (pointer chase, one cache line per\n"
+                                    "page, random order) over growing working sets on 4 KiB pages, THP\n"
+                                    "(MADV_HUGEPAGE) and hugetlbfs pages (when the pool has pages), and prints\n"
+                                    "nanoseconds per load by working-set size.  The extra latency of 4 KiB over\n"
+                                    "huge pages at the largest size is the cost of a TLB miss (page walk); it is\n"
+                                    "saved to $XDG_CACHE_HOME/hpm/tlbcost (or ~/.cache/hpm/tlbcost) where\n"
+                                    "`hpm replay` reads it to turn model misses into time.  Default --max 1G.\n";
 
-static const char *cache_path(void)
-{
+static const char *cache_path(void) {
   static char path[4096];
   const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
   if (getenv("HPM_TLBCOST_FILE")) return getenv("HPM_TLBCOST_FILE");
   int n;
-  if (x && *x) n = snprintf(path, sizeof path, "%s/hpm/tlbcost", x);
-  else if (home && *home) n = snprintf(path, sizeof path, "%s/.cache/hpm/tlbcost", home);
-  else return NULL;
-  return n > 0 && (size_t) n < sizeof path ? path : NULL;   /* too long: no cache */
+  if (x && *x)
+    n = snprintf(path, sizeof path, "%s/hpm/tlbcost", x);
+  else if (home && *home)
+    n = snprintf(path, sizeof path, "%s/.cache/hpm/tlbcost", home);
+  else
+    return NULL;
+  return n > 0 && (size_t)n < sizeof path ? path : NULL; /* too long: no cache */
 }
 
-double tlbcost_cached_ns(void)
-{
+double tlbcost_cached_ns(void) {
   const char *p = cache_path();
   FILE *f = p ? fopen(p, "r") : NULL;
   double v = 0;
@@ -428,102 +474,131 @@ double tlbcost_cached_ns(void)
       if (end == line + 8 || (*end && *end != '\n')) v = 0;
     }
     if (!(v > 0 && v < 10000)) v = 0;
-    (void) fclose(f);   /* opened for reading: nothing to lose */
+    (void)fclose(f); /* opened for reading: nothing to lose */
   }
   return v;
 }
 
 static uint64_t rng_state = 88172645463325252ull;
-static uint64_t rng(void)
-{
-  rng_state ^= rng_state << 13; rng_state ^= rng_state >> 7; rng_state ^= rng_state << 17;
+static uint64_t rng(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
   return rng_state;
 }
 
 /* ns per dependent load over SIZE bytes of MEM, one line per 4 KiB page.  */
-static double chase(unsigned char *mem, size_t size, uint64_t reads)
-{
+static double chase(unsigned char *mem, size_t size, uint64_t reads) {
   size_t pages = size / 4096;
   size_t *perm = calloc(pages ? pages : 1, sizeof *perm);
-  if (!perm || pages < 2) { free(perm); return -1; }
+  if (!perm || pages < 2) {
+    free(perm);
+    return -1;
+  }
   for (size_t i = 0; i < pages; i++) perm[i] = i;
-  for (size_t i = pages - 1; i > 0; i--) { size_t j = rng() % (i + 1), t = perm[i]; perm[i] = perm[j]; perm[j] = t; }
+  for (size_t i = pages - 1; i > 0; i--) {
+    size_t j = rng() % (i + 1), t = perm[i];
+    perm[i] = perm[j];
+    perm[j] = t;
+  }
   /* Vary the line within the page so that cache sets are spread.  */
   for (size_t i = 0; i < pages; i++) {
     size_t from = perm[i] * 4096 + (perm[i] % 64) * 64, nx = perm[(i + 1) % pages];
-    *(void **) (mem + from) = mem + nx * 4096 + (nx % 64) * 64;
+    *(void **)(mem + from) = mem + nx * 4096 + (nx % 64) * 64;
   }
-  void **p = (void **) (mem + perm[0] * 4096 + (perm[0] % 64) * 64);
-  for (size_t i = 0; i < pages; i++) p = *p;   /* warm */
+  void **p = (void **)(mem + perm[0] * 4096 + (perm[0] % 64) * 64);
+  for (size_t i = 0; i < pages; i++) p = *p; /* warm */
   double t0 = now_s();
   for (uint64_t i = 0; i < reads; i++) p = *p;
   double dt = now_s() - t0;
   __asm__ volatile("" : : "r"(p));
   free(perm);
-  return dt * 1e9 / (double) reads;
+  return dt * 1e9 / (double)reads;
 }
 
-int cmd_tlbcost(int argc, char **argv)
-{
+int cmd_tlbcost(int argc, char **argv) {
   uint64_t max = 1ull << 30, reads = 2000000;
   int save = 1;
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(tlbcost_usage, stdout); return 0; }
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      fputs(tlbcost_usage, stdout);
+      return 0;
+    }
     if (!strcmp(argv[i], "--max") && i + 1 < argc) {
       if (parse_size(argv[++i], &max) || max < (4u << 20) || max > (64ull << 30)) {
-        fprintf(stderr, "hpm tlbcost: bad --max %s (4M..64G)\n", argv[i]); return 2;
+        fprintf(stderr, "hpm tlbcost: bad --max %s (4M..64G)\n", argv[i]);
+        return 2;
       }
     } else if (!strcmp(argv[i], "--reads") && i + 1 < argc) {
-      if (parse_size(argv[++i], &reads) || reads < 1000) { fprintf(stderr, "hpm tlbcost: bad --reads\n"); return 2; }
-    } else if (!strcmp(argv[i], "--no-save")) save = 0;
-    else { fprintf(stderr, "hpm tlbcost: bad argument %s\n%s", argv[i], tlbcost_usage); return 2; }
+      if (parse_size(argv[++i], &reads) || reads < 1000) {
+        fprintf(stderr, "hpm tlbcost: bad --reads\n");
+        return 2;
+      }
+    } else if (!strcmp(argv[i], "--no-save"))
+      save = 0;
+    else {
+      fprintf(stderr, "hpm tlbcost: bad argument %s\n%s", argv[i], tlbcost_usage);
+      return 2;
+    }
   }
   max &= ~((2ull << 20) - 1);
   const char *names[3] = { "4K", "THP", "hugetlb" };
   unsigned char *mem[3] = { NULL, NULL, NULL };
   for (int k = 0; k < 3; k++) {
     void *m;
-    if (k == 2) m = mmap(NULL, max, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE, -1, 0);
+    if (k == 2)
+      m = mmap(NULL, max, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE, -1, 0);
     else {
       /* Over-map by 2 MiB and align, so THP can back every huge page.  */
       m = mmap(NULL, max + (2u << 20), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (m != MAP_FAILED) {
-        m = (void *) (((uintptr_t) m + (2u << 20) - 1) & ~(uintptr_t) ((2u << 20) - 1));
+        m = (void *)(((uintptr_t)m + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1));
         madvise(m, max, k == 0 ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
         memset(m, 1, max);
       }
     }
     mem[k] = m == MAP_FAILED ? NULL : m;
   }
-  printf("%-12s %10s %10s %10s   (ns per dependent load, random page order)\n", "working set", names[0], names[1], names[2]);
+  printf("%-12s %10s %10s %10s   (ns per dependent load, random page order)\n", "working set", names[0], names[1],
+         names[2]);
   double last[3] = { 0, 0, 0 };
   for (uint64_t ws = 1u << 20; ws <= max; ws *= 2) {
     char lab[32];
     /* fits: at most 64 GiB */
-    if (ws >= (1u << 30)) (void) snprintf(lab, sizeof lab, "%llu GiB", (unsigned long long) (ws >> 30));
-    else (void) snprintf(lab, sizeof lab, "%llu MiB", (unsigned long long) (ws >> 20));
+    if (ws >= (1u << 30))
+      (void)snprintf(lab, sizeof lab, "%llu GiB", (unsigned long long)(ws >> 30));
+    else
+      (void)snprintf(lab, sizeof lab, "%llu MiB", (unsigned long long)(ws >> 20));
     printf("%-12s", lab);
     for (int k = 0; k < 3; k++) {
       progress("tlbcost: %s on %s", lab, names[k]);
       double v = mem[k] ? chase(mem[k], ws, reads) : -1;
       progress_done();
-      if (v < 0) printf(" %10s", "-");
-      else { printf(" %10.1f", v); last[k] = v; }
+      if (v < 0)
+        printf(" %10s", "-");
+      else {
+        printf(" %10.1f", v);
+        last[k] = v;
+      }
     }
     putchar('\n');
-    (void) fflush(stdout);   /* show the row now; a write error is reported at exit (main) */
+    (void)fflush(stdout); /* show the row now; a write error is reported at exit (main) */
   }
   double huge = last[1] > 0 ? last[1] : last[2];
   double walk = last[0] > 0 && huge > 0 ? last[0] - huge : 0;
   if (walk < 0) walk = 0;
-  printf("TLB miss cost (4K minus huge at %llu MiB): %.1f ns\n", (unsigned long long) (max >> 20), walk);
+  printf("TLB miss cost (4K minus huge at %llu MiB): %.1f ns\n", (unsigned long long)(max >> 20), walk);
   if (!mem[2]) printf("(hugetlb: no pages in the pool; as root: echo N > /proc/sys/vm/nr_hugepages)\n");
   const char *cp = cache_path();
   if (save && cp && walk > 0) {
     char dir[4096];
-    (void) snprintf(dir, sizeof dir, "%s", cp);   /* fits: cache_path() is shorter than 4096 */
+    (void)snprintf(dir, sizeof dir, "%s", cp); /* fits: cache_path() is shorter than 4096 */
     for (char *s = dir + 1; *s; s++)
-      if (*s == '/') { *s = 0; mkdir(dir, 0755); *s = '/'; }
+      if (*s == '/') {
+        *s = 0;
+        mkdir(dir, 0755);
+        *s = '/';
+      }
     FILE *f = fopen(cp, "w");
     int ok = 0;
     if (f) {
@@ -531,8 +606,10 @@ int cmd_tlbcost(int argc, char **argv)
       ok = !ferror(f);
       ok &= fclose(f) == 0;
     }
-    if (ok) printf("saved to %s\n", cp);
-    else fprintf(stderr, "hpm tlbcost: %s: %s\n", cp, strerror(errno));
+    if (ok)
+      printf("saved to %s\n", cp);
+    else
+      fprintf(stderr, "hpm tlbcost: %s: %s\n", cp, strerror(errno));
   }
   for (int k = 0; k < 3; k++)
     if (mem[k]) munmap(mem[k], max);

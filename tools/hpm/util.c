@@ -13,8 +13,7 @@ int hpm_verbose_progress = -1;
 static int progress_shown;
 
 /* A progress line on stderr, only when stderr is a terminal.  */
-void progress(const char *fmt, ...)
-{
+void progress(const char *fmt, ...) {
   if (hpm_verbose_progress < 0) hpm_verbose_progress = isatty(2);
   if (!hpm_verbose_progress) return;
   va_list ap;
@@ -22,44 +21,56 @@ void progress(const char *fmt, ...)
   va_start(ap, fmt);
   vfprintf(stderr, fmt, ap);
   va_end(ap);
-  (void) fflush(stderr);   /* unbuffered; a progress line is best effort */
+  (void)fflush(stderr); /* unbuffered; a progress line is best effort */
   progress_shown = 1;
 }
 
-void progress_done(void)
-{
-  if (progress_shown) { fputs("\r\033[K", stderr); (void) fflush(stderr); progress_shown = 0; }   /* best effort */
+void progress_done(void) {
+  if (progress_shown) {
+    fputs("\r\033[K", stderr);
+    (void)fflush(stderr);
+    progress_shown = 0;
+  } /* best effort */
 }
 
-double now_s(void)
-{
+double now_s(void) {
   struct timespec ts;
-  (void) clock_gettime(CLOCK_MONOTONIC, &ts);   /* cannot fail: CLOCK_MONOTONIC exists on Linux */
-  return (double) ts.tv_sec + (double) ts.tv_nsec * 1e-9;
+  (void)clock_gettime(CLOCK_MONOTONIC, &ts); /* cannot fail: CLOCK_MONOTONIC exists on Linux */
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* "4096", "64K", "2M", "1G" (binary).  */
-int parse_size(const char *s, uint64_t *out)
-{
+int parse_size(const char *s, uint64_t *out) {
   char *end;
   if (!s || !*s || *s == '-') return -1;
   unsigned long long v = strtoull(s, &end, 0);
   int sh = 0;
   switch (*end) {
-  case 'k': case 'K': sh = 10; end++; break;
-  case 'm': case 'M': sh = 20; end++; break;
-  case 'g': case 'G': sh = 30; end++; break;
+  case 'k':
+  case 'K':
+    sh = 10;
+    end++;
+    break;
+  case 'm':
+  case 'M':
+    sh = 20;
+    end++;
+    break;
+  case 'g':
+  case 'G':
+    sh = 30;
+    end++;
+    break;
   default: break;
   }
   if (*end || (sh && v > (UINT64_MAX >> sh))) return -1;
-  *out = (uint64_t) v << sh;
+  *out = (uint64_t)v << sh;
   return 0;
 }
 
 /* A decimal integer in [MIN, MAX]: digits only (no sign, no blanks, no
    junk after them), no overflow.  */
-int parse_uint(const char *s, unsigned long long min, unsigned long long max, unsigned long long *out)
-{
+int parse_uint(const char *s, unsigned long long min, unsigned long long max, unsigned long long *out) {
   if (!s || *s < '0' || *s > '9') return -1;
   char *end;
   errno = 0;
@@ -69,24 +80,26 @@ int parse_uint(const char *s, unsigned long long min, unsigned long long max, un
   return 0;
 }
 
-int parse_int_opt(const char *cmd, const char *opt, const char *s, int min, int max, int *out)
-{
+int parse_int_opt(const char *cmd, const char *opt, const char *s, int min, int max, int *out) {
   unsigned long long v;
-  if (min < 0 || parse_uint(s, (unsigned long long) min, (unsigned long long) max, &v)) {
-    fprintf(stderr, "hpm %s: bad value for %s: '%s' (expected an integer from %d to %d)\n", cmd, opt,
-            s ? s : "", min, max);
+  if (min < 0 || parse_uint(s, (unsigned long long)min, (unsigned long long)max, &v)) {
+    fprintf(stderr, "hpm %s: bad value for %s: '%s' (expected an integer from %d to %d)\n", cmd, opt, s ? s : "", min,
+            max);
     return -1;
   }
-  *out = (int) v;
+  *out = (int)v;
   return 0;
 }
 
-const char *self_dir(void)
-{
+const char *self_dir(void) {
   static char dir[PATH_MAX];
   if (!dir[0]) {
     ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
-    if (n <= 0) { dir[0] = '.'; dir[1] = 0; return dir; }
+    if (n <= 0) {
+      dir[0] = '.';
+      dir[1] = 0;
+      return dir;
+    }
     dir[n] = 0;
     char *slash = strrchr(dir, '/');
     if (slash) *slash = 0;
@@ -96,8 +109,7 @@ const char *self_dir(void)
 
 /* Allocator names: glibc (NULL: no preload), hpmalloc, jemalloc, mimalloc,
    tcmalloc, or a path to a .so.  */
-char *find_allocator(const char *name)
-{
+char *find_allocator(const char *name) {
   static const char *const known[][4] = {
     { "jemalloc", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2", "/usr/lib/libjemalloc.so.2", NULL },
     { "mimalloc", "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2", "/usr/lib/libmimalloc.so.2", NULL },
@@ -109,7 +121,7 @@ char *find_allocator(const char *name)
     const char *env = getenv("HPM_HPMALLOC");
     if (env && access(env, R_OK) == 0) return strdup(env);
     int n = snprintf(buf, sizeof buf, "%s/../lib/libhpmalloc.so", self_dir());
-    if (n > 0 && (size_t) n < sizeof buf && access(buf, R_OK) == 0) return realpath(buf, NULL);
+    if (n > 0 && (size_t)n < sizeof buf && access(buf, R_OK) == 0) return realpath(buf, NULL);
     const char *inst[] = { "/usr/local/lib/libhpmalloc.so", "/usr/lib/libhpmalloc.so" };
     for (int i = 0; i < 2; i++)
       if (access(inst[i], R_OK) == 0) return strdup(inst[i]);
@@ -125,23 +137,24 @@ char *find_allocator(const char *name)
   return strdup("");
 }
 
-void json_str(FILE *f, const char *s)
-{
+void json_str(FILE *f, const char *s) {
   fputc('"', f);
   for (; *s; s++) {
-    unsigned char c = (unsigned char) *s;
-    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-    else if (c < 0x20) fprintf(f, "\\u%04x", c);
-    else fputc(c, f);
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      fprintf(f, "\\%c", c);
+    else if (c < 0x20)
+      fprintf(f, "\\u%04x", c);
+    else
+      fputc(c, f);
   }
   fputc('"', f);
 }
 
-int json_get_num(const char *json, const char *key, double *out)
-{
+int json_get_num(const char *json, const char *key, double *out) {
   char pat[128];
   int n = snprintf(pat, sizeof pat, "\"%s\":", key);
-  if (n < 0 || (size_t) n >= sizeof pat) return -1;
+  if (n < 0 || (size_t)n >= sizeof pat) return -1;
   const char *p = strstr(json, pat);
   if (!p) return -1;
   p += strlen(pat);

@@ -1,20 +1,8 @@
 /* generic (any architecture): the build's architecture hooks.  MIT licence.  */
 #include "hp_placement.h"
 
-const char *
-hp_arch_name (void)
-{
-  return "generic";
-}
+const char *hp_arch_name(void) { return "generic"; }
 
-void
-hp_arch_placement (const struct hp_sysinfo *si, struct hp_placement *pl)
-{
-  hp_placement_generic (si, pl);
-}
+void hp_arch_placement(const struct hp_sysinfo *si, struct hp_placement *pl) { hp_placement_generic(si, pl); }
 
-size_t
-hp_arch_default_pmd (const struct hp_sysinfo *si)
-{
-  return hp_default_pmd_generic (si);
-}
+size_t hp_arch_default_pmd(const struct hp_sysinfo *si) { return hp_default_pmd_generic(si); }

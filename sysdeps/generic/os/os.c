@@ -28,157 +28,110 @@ extern char **environ;
 
 /* ---------------------------------------------------------------- mapping */
 
-static inline int
-os_prot (enum hp_prot prot)
-{
-  return prot == HP_PROT_RW ? PROT_READ | PROT_WRITE : PROT_NONE;
-}
+static inline int os_prot(enum hp_prot prot) { return prot == HP_PROT_RW ? PROT_READ | PROT_WRITE : PROT_NONE; }
 
-static inline int
-os_map_flags (unsigned flags)
-{
+static inline int os_map_flags(unsigned flags) {
   int f = MAP_PRIVATE | MAP_ANONYMOUS;
 
 #ifdef MAP_NORESERVE
-  if (flags & HP_MAP_NORESERVE)
-    f |= MAP_NORESERVE;
+  if (flags & HP_MAP_NORESERVE) f |= MAP_NORESERVE;
 #endif
-  if (flags & HP_MAP_FIXED)
-    f |= MAP_FIXED;
+  if (flags & HP_MAP_FIXED) f |= MAP_FIXED;
   return f;
 }
 
-void *
-hp_os_map (void *addr, size_t len, enum hp_prot prot, unsigned flags, size_t huge_size)
-{
+void *hp_os_map(void *addr, size_t len, enum hp_prot prot, unsigned flags, size_t huge_size) {
   void *p;
 
-  (void) huge_size;
-  if (flags & HP_MAP_HUGETLB)
-    {
-      errno = ENOTSUP;
-      return NULL;
-    }
-  p = mmap (addr, len, os_prot (prot), os_map_flags (flags), -1, 0);
-  if (p == MAP_FAILED)
+  (void)huge_size;
+  if (flags & HP_MAP_HUGETLB) {
+    errno = ENOTSUP;
     return NULL;
+  }
+  p = mmap(addr, len, os_prot(prot), os_map_flags(flags), -1, 0);
+  if (p == MAP_FAILED) return NULL;
   /* No MAP_FIXED_NOREPLACE in POSIX: the address is a hint, checked.  */
-  if ((flags & HP_MAP_FIXED_NOREPLACE) && !(flags & HP_MAP_FIXED) && p != addr)
-    {
-      munmap (p, len);
-      errno = EEXIST;
-      return NULL;
-    }
+  if ((flags & HP_MAP_FIXED_NOREPLACE) && !(flags & HP_MAP_FIXED) && p != addr) {
+    munmap(p, len);
+    errno = EEXIST;
+    return NULL;
+  }
   return p;
 }
 
 
-int
-hp_os_advise (void *addr, size_t len, enum hp_advice adv)
-{
-  if (adv != HP_ADV_DONTNEED)
-    {
-      errno = EINVAL;
-      return -1;
-    }
+int hp_os_advise(void *addr, size_t len, enum hp_advice adv) {
+  if (adv != HP_ADV_DONTNEED) {
+    errno = EINVAL;
+    return -1;
+  }
 #ifdef POSIX_MADV_DONTNEED
-  (void) posix_madvise (addr, len, POSIX_MADV_DONTNEED);
+  (void)posix_madvise(addr, len, POSIX_MADV_DONTNEED);
 #else
-  (void) addr;
-  (void) len;
+  (void)addr;
+  (void)len;
 #endif
   return 0;
 }
 
-void *
-hp_os_remap (void *old, size_t oldlen, size_t newlen, int may_move)
-{
-  (void) old;
-  (void) oldlen;
-  (void) newlen;
-  (void) may_move;
+void *hp_os_remap(void *old, size_t oldlen, size_t newlen, int may_move) {
+  (void)old;
+  (void)oldlen;
+  (void)newlen;
+  (void)may_move;
   errno = ENOSYS;
   return NULL;
 }
 
 /* ---------------------------------------------------------------- process facts */
 
-size_t
-hp_os_page_size (void)
-{
-  long s = sysconf (_SC_PAGESIZE);
-  return s > 0 ? (size_t) s : 4096;
+size_t hp_os_page_size(void) {
+  long s = sysconf(_SC_PAGESIZE);
+  return s > 0 ? (size_t)s : 4096;
 }
 
-int
-hp_os_secure (void)
-{
-  return getuid () != geteuid () || getgid () != getegid ();
-}
+int hp_os_secure(void) { return getuid() != geteuid() || getgid() != getegid(); }
 
-char *const *
-hp_os_environ (void)
-{
-  return environ;
-}
+char *const *hp_os_environ(void) { return environ; }
 
-unsigned
-hp_os_ncpus (void)
-{
+unsigned hp_os_ncpus(void) {
 #ifdef _SC_NPROCESSORS_ONLN
-  long n = sysconf (_SC_NPROCESSORS_ONLN);
-  if (n > 0)
-    return (unsigned) n;
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  if (n > 0) return (unsigned)n;
 #endif
   return 1;
 }
 
 /* No portable non-blocking entropy call: best effort, as the contract
    allows.  */
-void
-hp_os_random (void *buf, size_t n)
-{
-  hp_posix_weak_random (buf, n, (uint64_t) getpid ());
-}
+void hp_os_random(void *buf, size_t n) { hp_posix_weak_random(buf, n, (uint64_t)getpid()); }
 
 /* ---------------------------------------------------------------- probe */
 
-void
-hp_sys_probe_root (struct hp_sysinfo *si, const char *root, size_t base_page)
-{
-  (void) root;
-  memset (si, 0, sizeof *si);
-  si->arch = hp_arch_name ();
-  si->base_page = base_page != 0 ? base_page : hp_os_page_size ();
+void hp_sys_probe_root(struct hp_sysinfo *si, const char *root, size_t base_page) {
+  (void)root;
+  memset(si, 0, sizeof *si);
+  si->arch = hp_arch_name();
+  si->base_page = base_page != 0 ? base_page : hp_os_page_size();
   si->thp = HP_THP_UNSUPPORTED;
   si->mmu = HP_MMU_UNKNOWN;
 }
 
-void
-hp_sys_probe (struct hp_sysinfo *si)
-{
-  hp_sys_probe_root (si, "", 0);
-}
+void hp_sys_probe(struct hp_sysinfo *si) { hp_sys_probe_root(si, "", 0); }
 
-int
-hp_os_resident (void *addr, size_t len)
-{
-  (void) addr;
-  (void) len;
+int hp_os_resident(void *addr, size_t len) {
+  (void)addr;
+  (void)len;
   return -1;
 }
 
-void
-hp_os_futex_wait (int *addr, int val)
-{
-  (void) addr;
-  (void) val;
-  sched_yield ();
+void hp_os_futex_wait(int *addr, int val) {
+  (void)addr;
+  (void)val;
+  sched_yield();
 }
 
-void
-hp_os_futex_wake (int *addr, int n)
-{
-  (void) addr;
-  (void) n;
+void hp_os_futex_wake(int *addr, int n) {
+  (void)addr;
+  (void)n;
 }

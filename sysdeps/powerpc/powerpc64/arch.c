@@ -1,20 +1,8 @@
 /* powerpc64: the build's architecture hooks.  MIT licence.  */
 #include "hp_placement.h"
 
-const char *
-hp_arch_name (void)
-{
-  return "powerpc64";
-}
+const char *hp_arch_name(void) { return "powerpc64"; }
 
-void
-hp_arch_placement (const struct hp_sysinfo *si, struct hp_placement *pl)
-{
-  hp_placement_powerpc64 (si, pl);
-}
+void hp_arch_placement(const struct hp_sysinfo *si, struct hp_placement *pl) { hp_placement_powerpc64(si, pl); }
 
-size_t
-hp_arch_default_pmd (const struct hp_sysinfo *si)
-{
-  return hp_default_pmd_powerpc64 (si);
-}
+size_t hp_arch_default_pmd(const struct hp_sysinfo *si) { return hp_default_pmd_powerpc64(si); }

@@ -27,55 +27,42 @@
  * pages.  */
 #include "hp_placement.h"
 
-static inline uintptr_t
-ppc64_limit (size_t base_page)
-{
-  return (uintptr_t) ((base_page >= 65536 ? 128 : 64) * HP_TIB);
-}
+static inline uintptr_t ppc64_limit(size_t base_page) { return (uintptr_t)((base_page >= 65536 ? 128 : 64) * HP_TIB); }
 
-static inline void
-ppc64_hash (const struct hp_sysinfo *si, struct hp_placement *pl)
-{
-  pl->hint = (uintptr_t) HP_TIB;
+static inline void ppc64_hash(const struct hp_sysinfo *si, struct hp_placement *pl) {
+  pl->hint = (uintptr_t)HP_TIB;
   pl->align = 256 * HP_MIB;
-  pl->huge_hint = (uintptr_t) (2 * HP_TIB);
+  pl->huge_hint = (uintptr_t)(2 * HP_TIB);
   pl->huge_align = HP_TIB;
-  hp_pl_desc (pl, si->seg_1t ? "powerpc64 hash: heap at 1 TiB (1T seg), align 256 MiB"
-                             : "powerpc64 hash: heap at 1 TiB (256M seg), align 256 MiB");
-  hp_pl_desc (pl, "; hugetlb slice 2 TiB");
+  hp_pl_desc(pl, si->seg_1t ? "powerpc64 hash: heap at 1 TiB (1T seg), align 256 MiB"
+                            : "powerpc64 hash: heap at 1 TiB (256M seg), align 256 MiB");
+  hp_pl_desc(pl, "; hugetlb slice 2 TiB");
 }
 
-static inline void
-ppc64_radix (const struct hp_sysinfo *si, struct hp_placement *pl)
-{
+static inline void ppc64_radix(const struct hp_sysinfo *si, struct hp_placement *pl) {
   pl->align = HP_GIB;
   pl->huge_align = HP_GIB;
-  hp_pl_desc (pl, si->mmu == HP_MMU_RADIX ? "powerpc64 radix: heap aligned to 1 GiB, hint none"
-                                          : "powerpc64 (MMU not hash): heap aligned to 1 GiB, hint none");
+  hp_pl_desc(pl, si->mmu == HP_MMU_RADIX ? "powerpc64 radix: heap aligned to 1 GiB, hint none"
+                                         : "powerpc64 (MMU not hash): heap aligned to 1 GiB, hint none");
 }
 
-void
-hp_placement_powerpc64 (const struct hp_sysinfo *si, struct hp_placement *pl)
-{
-  size_t base = hp_pl_base_page (si);
+void hp_placement_powerpc64(const struct hp_sysinfo *si, struct hp_placement *pl) {
+  size_t base = hp_pl_base_page(si);
 
-  hp_pl_clear (pl, base);
-  pl->limit = ppc64_limit (base);
+  hp_pl_clear(pl, base);
+  pl->limit = ppc64_limit(base);
   if (si->mmu == HP_MMU_HASH)
-    ppc64_hash (si, pl);
+    ppc64_hash(si, pl);
   else
-    ppc64_radix (si, pl);
-  hp_pl_desc (pl, ", below ");
-  hp_pl_desc_size (pl, pl->limit);
+    ppc64_radix(si, pl);
+  hp_pl_desc(pl, ", below ");
+  hp_pl_desc_size(pl, pl->limit);
 }
 
 /* Hash: THP needs 64 KiB base pages and then maps 16 MiB (with 4 KiB base
    pages the PMD would map 2 MiB, which hash cannot back, so no THP).
    Radix: 2 MiB with either base page.  */
-size_t
-hp_default_pmd_powerpc64 (const struct hp_sysinfo *si)
-{
-  if (si->mmu == HP_MMU_HASH)
-    return hp_pl_base_page (si) >= 65536 ? 16 * HP_MIB : 0;
+size_t hp_default_pmd_powerpc64(const struct hp_sysinfo *si) {
+  if (si->mmu == HP_MMU_HASH) return hp_pl_base_page(si) >= 65536 ? 16 * HP_MIB : 0;
   return 2 * HP_MIB;
 }

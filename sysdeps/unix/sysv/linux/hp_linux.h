@@ -11,40 +11,39 @@
 
 /* Build "<root><rel>" in out[cap].  root may be "" (the live system); rel
    starts with '/'.  Returns 0, or -1 when it does not fit.  */
-int hp_linux_path (char *out, size_t cap, const char *root, const char *rel);
+int hp_linux_path(char *out, size_t cap, const char *root, const char *rel);
 
 /* Read at most size - 1 bytes of the file at path into buf (size >= 1) and
    NUL-terminate them: buf[return] == '\0' always holds on success.  A file
    longer than that is truncated.  Returns the byte count, or -1 with errno
    when the file cannot be opened or read.  */
-long hp_linux_read_file (const char *path, char *buf, size_t size);
+long hp_linux_read_file(const char *path, char *buf, size_t size);
 
 /* Called with each line of a file, '\n' replaced by '\0'.  Return non-zero
    to stop reading.  */
-typedef int (*hp_line_fn) (char *line, void *ctx);
+typedef int (*hp_line_fn)(char *line, void *ctx);
 
 /* Call fn for each line of the file at path, reading through buf[size]
    (size >= 2).  A line that does not fit in size - 1 bytes is skipped whole.
    Returns 0 when the file was read (to its end or until fn stopped), -1
    when it could not be opened or read.  */
-int hp_linux_read_lines (const char *path, char *buf, size_t size, hp_line_fn fn,
-                         void *ctx);
+int hp_linux_read_lines(const char *path, char *buf, size_t size, hp_line_fn fn, void *ctx);
 
 /* Parse a decimal number at *s (leading blanks skipped), advance *s past it.
    Returns 0, or -1 when there is no digit or it overflows.  */
-int hp_linux_parse_u64 (const char **s, uint64_t *out);
+int hp_linux_parse_u64(const char **s, uint64_t *out);
 
 /* The mode named in brackets in transparent_hugepage/enabled text
    ("always [madvise] never"); HP_THP_UNSUPPORTED for anything else.  */
-enum hp_thp_mode hp_linux_parse_thp (const char *text);
+enum hp_thp_mode hp_linux_parse_thp(const char *text);
 
 /* The number of CPUs in a kernel CPU list ("0-3,8,10-11\n"); 0 when the text
    is not one.  */
-unsigned hp_linux_count_cpulist (const char *text);
+unsigned hp_linux_count_cpulist(const char *text);
 
 /* Whether ibm,processor-segment-sizes (big-endian 32-bit cells, each a
    segment size shift; 0xffffffff = unused) lists 40, a 1 TiB segment.
    Returns 1 or 0, or -1 when len is not a non-zero multiple of 4.  */
-int hp_linux_seg_sizes_have_1t (const unsigned char *cells, size_t len);
+int hp_linux_seg_sizes_have_1t(const unsigned char *cells, size_t len);
 
 #endif
