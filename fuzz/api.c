@@ -32,7 +32,9 @@
 
 #include "hpmalloc.h"
 #include "hpt_api.h"
-#include "internal.h"
+#include "arena.h"
+#include "check.h"
+#include "region.h"
 
 #define NSLOTS 32
 #define EDGE 64 /* bytes checked at each end of every live block after each op */
@@ -265,6 +267,7 @@ static void op_realloc(struct slot *s, struct input *in, int array) {
 /* ---------------------------------------------------------------- mallopt */
 
 static struct hp_params saved;
+static int saved_mode;
 static int saved_ok;
 
 static void op_mallopt(struct input *in) {
@@ -284,7 +287,7 @@ static void op_mallopt(struct input *in) {
 
 static void restore_params(void) {
   hpt_mallopt(M_MXFAST, 128);
-  if (mp.hugetlb_mode != saved.hugetlb_mode) hpt_mallopt(HPMALLOC_M_HUGETLB, saved.hugetlb_mode);
+  if (region_get_policy()->mode != saved_mode) hpt_mallopt(HPMALLOC_M_HUGETLB, saved_mode);
   arena_lock(&main_arena);
   mp.top_pad = saved.top_pad;
   mp.trim_threshold = saved.trim_threshold;
@@ -323,6 +326,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!saved_ok) {
     hp_ensure_init();
     saved = mp;
+    saved_mode = region_get_policy()->mode;
     saved_ok = 1;
   }
   struct input in = { data, data + size };

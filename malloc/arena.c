@@ -13,10 +13,13 @@
  * fork takes stdio's lock after the atfork handlers, then its malloc locks:
  * same order).  The child re-initialises the locks and keeps only the
  * forking thread's arena attached.  */
+#include "arena.h"
+
 #include <errno.h>
 #include <string.h>
 
-#include "internal.h"
+#include "bins.h"
+#include "top.h"
 
 struct arena main_arena;
 pthread_mutex_t hp_list_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -212,22 +215,14 @@ static void fork_prepare(void) {
   if (hp_single_threaded() || hp_initialized != 2) return;
   if (_IO_list_lock) _IO_list_lock();
   pthread_mutex_lock(&hp_list_lock);
-  struct arena *ar = &main_arena;
-  do {
-    hp_lock(&ar->lock);
-    ar = ar->next;
-  } while (ar != &main_arena);
+  for (struct arena *ar = &main_arena; ar; ar = arena_next(ar)) hp_lock(&ar->lock);
   hp_self.in_fork = true;
 }
 
 static void fork_parent(void) {
   if (!hp_self.in_fork) return;
   hp_self.in_fork = false;
-  struct arena *ar = &main_arena;
-  do {
-    hp_unlock(&ar->lock);
-    ar = ar->next;
-  } while (ar != &main_arena);
+  for (struct arena *ar = &main_arena; ar; ar = arena_next(ar)) hp_unlock(&ar->lock);
   pthread_mutex_unlock(&hp_list_lock);
   if (_IO_list_unlock) _IO_list_unlock();
 }
@@ -236,16 +231,14 @@ static void fork_child(void) {
   if (!hp_self.in_fork) return;
   hp_self.in_fork = false;
   free_list = NULL;
-  struct arena *ar = &main_arena;
-  do {
+  for (struct arena *ar = &main_arena; ar; ar = arena_next(ar)) {
     hp_lock_init(&ar->lock);
     ar->attached_threads = ar == hp_self.arena ? 1 : 0;
     if (ar != hp_self.arena && ar != &main_arena) {
       ar->next_free = free_list;
       free_list = ar;
     }
-    ar = ar->next;
-  } while (ar != &main_arena);
+  }
   pthread_mutex_init(&hp_list_lock, NULL);
   /* glibc's fork reset stdio's list lock in the child already */
 }

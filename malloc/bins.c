@@ -11,14 +11,16 @@
  *              empty bins quickly;
  *   top        the chunk bordering the end of the current heap (top.c).
  *
- * Every function here runs with the arena's lock held.  Integrity checks
- * that are cheap stay on in every build and end in hp_fatal().  */
+ * Every function here runs with the arena's lock held (or while the
+ * process has one thread), except fastbin_push, which needs no lock, and
+ * int_free, which takes it.  Integrity checks that are cheap stay on in
+ * every build and end in hp_fatal().  */
+#include "bins.h"
+
 #include <errno.h>
 #include <string.h>
 
-#include "internal.h"
-
-static inline size_t arena_flag(const struct arena *ar) { return ar == &main_arena ? 0 : NON_MAIN_ARENA; }
+#include "top.h"
 static inline bool have_fast(struct arena *ar) { return __atomic_load_n(&ar->have_fastchunks, __ATOMIC_RELAXED); }
 static inline struct chunk *unsorted(struct arena *ar) { return bin_at(ar, UNSORTED_BIN); }
 

@@ -4,9 +4,11 @@
  * tools and people recognise them) and aborts, without allocating.  The
  * validators walk every heap chunk by chunk and every bin, and are called by
  * hpmalloc_check_heap() and by the tests.  */
+#include "check.h"
+
 #include <string.h>
 
-#include "internal.h"
+#include "arena.h"
 
 void hp_fatal(const char *msg) {
   hp_os_write_err(msg, strlen(msg));

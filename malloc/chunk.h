@@ -18,17 +18,7 @@
 #ifndef HP_CHUNK_H
 #define HP_CHUNK_H
 
-#include <stddef.h>
-#include <stdint.h>
-#include <stdbool.h>
-
-#define HP_LIKELY(x) __builtin_expect(!!(x), 1)
-#define HP_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define HP_INTERNAL __attribute__((visibility("hidden")))
-
-#ifndef HP_DEBUG
-#define HP_DEBUG 0
-#endif
+#include "hp_base.h"
 
 struct chunk {
   size_t prev_size;
@@ -76,9 +66,9 @@ static inline void set_foot(struct chunk *c, size_t s) { chunk_at(c, s)->prev_si
 
 static inline bool aligned_ok(uintptr_t v) { return (v & HP_ALIGN_MASK) == 0; }
 
-/* Largest request that can be served: anything above fails with ENOMEM at
-   once (glibc's PTRDIFF_MAX limit).  */
-static inline bool request_out_of_range(size_t n) { return n > (size_t)PTRDIFF_MAX - 2 * (size_t)MINSIZE; }
+/* The largest request the chunk arithmetic can serve (glibc's PTRDIFF_MAX
+   limit); the architecture's address space may lower it (init.c).  */
+static inline size_t largest_request(void) { return (size_t)PTRDIFF_MAX - 2 * (size_t)MINSIZE; }
 
 /* Chunk size serving a request of n bytes (n must be in range).  */
 static inline size_t request2size(size_t n) {

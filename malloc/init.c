@@ -4,6 +4,8 @@
  * phase 1 must not allocate (probe the system, parse tunables, set up the
  * main arena); once it is done the allocator works, and phase 2 registers
  * the fork and thread-exit handlers, which may allocate.  */
+#include "params.h"
+
 #include <errno.h>
 #include <malloc.h>
 #include <sched.h>
@@ -11,7 +13,11 @@
 #include <string.h>
 
 #include "hpmalloc.h"
-#include "internal.h"
+#include "arena.h"
+#include "bins.h"
+#include "top.h"
+#include "track.h"
+#include "tunables.h"
 
 #ifdef HP_HAVE_VALGRIND
 #include <valgrind/valgrind.h>
@@ -36,8 +42,6 @@ static bool on_valgrind(void) { return false; }
 
 struct hp_params mp;
 struct hp_sysinfo hp_sysinfo;
-struct hp_placement hp_placement;
-uintptr_t hp_tcache_key;
 bool hp_vg;
 _Atomic int hp_initialized;
 
@@ -56,56 +60,45 @@ static size_t thp_size(void) {
   return hp_sysinfo.thp_pmd_size ? hp_sysinfo.thp_pmd_size : hp_arch_default_pmd(&hp_sysinfo);
 }
 
-/* Resolve glibc.malloc.hugetlb (and hpmalloc.hugetlb_size) into a mode.  */
-static void resolve_mode(uint64_t req, uint64_t size_req) {
-  mp.thp_size = thp_size();
-  mp.hugetlb_mode = 0;
-  mp.mode_reason = "hugetlb=0 (default)";
-  if (req == 0) return;
-  bool want_hugetlb = req == 2 || req > 2;
-  size_t hsz = 0;
-  if (req > 2) {
-    if (!hugetlb_size_listed((size_t)req)) {
-      mp.mode_reason = "hugetlb=<size>: size not offered by /sys/kernel/mm/hugepages, ignored";
-      return;
-    }
-    hsz = (size_t)req;
-  } else if (req == 2) {
-    hsz = size_req && hugetlb_size_listed((size_t)size_req) ? (size_t)size_req : hp_sysinfo.hugetlb_default;
+/* hugetlb=1: THP when the kernel offers it.  */
+static const char *thp_mode(struct region_policy *pol) {
+  if (pol->thp_size) {
+    pol->mode = 1;
+    return hp_sysinfo.thp == HP_THP_ALWAYS ? "THP (enabled=always)" : "THP (enabled=madvise)";
   }
-  if (want_hugetlb) {
-    if (hsz && hugetlb_size_listed(hsz)) {
-      mp.hugetlb_mode = 2;
-      mp.hugetlb_size = hsz;
-      mp.mode_reason = "hugetlbfs pages; falls back to THP, then base pages, when the pool runs dry";
-      return;
-    }
-    if (mp.thp_size) {
-      mp.hugetlb_mode = 1;
-      mp.mode_reason = "hugetlb=2 asked, but no hugetlb page size is offered: using THP";
-      return;
-    }
-    mp.mode_reason = "hugetlb=2 asked, but neither hugetlbfs nor THP is available";
-    return;
+  return hp_sysinfo.thp == HP_THP_NEVER ? "hugetlb=1 asked, but THP is disabled (enabled=never): off"
+                                        : "hugetlb=1 asked, but the kernel has no THP: off";
+}
+
+/* Resolve glibc.malloc.hugetlb (and hpmalloc.hugetlb_size) into pol's mode
+   and page sizes.  Returns why it resolved so (for malloc_info and the
+   verbose line).  */
+static const char *resolve_mode(struct region_policy *pol, uint64_t req, uint64_t size_req) {
+  pol->thp_size = thp_size();
+  pol->mode = 0;
+  if (req == 0) return "hugetlb=0 (default)";
+  if (req == 1) return thp_mode(pol);
+  if (req > 2 && !hugetlb_size_listed((size_t)req))
+    return "hugetlb=<size>: size not offered by /sys/kernel/mm/hugepages, ignored";
+  size_t hsz = req > 2                                             ? (size_t)req
+               : size_req && hugetlb_size_listed((size_t)size_req) ? (size_t)size_req
+                                                                   : hp_sysinfo.hugetlb_default;
+  if (hsz && hugetlb_size_listed(hsz)) {
+    pol->mode = 2;
+    pol->hugetlb_size = hsz;
+    return "hugetlbfs pages; falls back to THP, then base pages, when the pool runs dry";
   }
-  if (mp.thp_size) {
-    mp.hugetlb_mode = 1;
-    mp.mode_reason = hp_sysinfo.thp == HP_THP_ALWAYS ? "THP (enabled=always)" : "THP (enabled=madvise)";
-    return;
+  if (pol->thp_size) {
+    pol->mode = 1;
+    return "hugetlb=2 asked, but no hugetlb page size is offered: using THP";
   }
-  mp.mode_reason = hp_sysinfo.thp == HP_THP_NEVER ? "hugetlb=1 asked, but THP is disabled (enabled=never): off"
-                                                  : "hugetlb=1 asked, but the kernel has no THP: off";
+  return "hugetlb=2 asked, but neither hugetlbfs nor THP is available";
 }
 
 static size_t next_pow2(size_t v) {
   size_t p = 1;
   while (p < v) p <<= 1;
   return p;
-}
-
-/* The huge page size of the mode in force, 0 in mode 0.  */
-static size_t mode_page(void) {
-  return mp.hugetlb_mode == 2 ? mp.hugetlb_size : mp.hugetlb_mode == 1 ? mp.thp_size : 0;
 }
 
 /* Keep huge pages whole: trim in huge-page units, and serve requests below
@@ -115,7 +108,7 @@ static size_t mode_page(void) {
    new heap take one up front, 2 MiB for a thread holding a few kilobytes
    and a second gigabyte of the pool with 1 GiB pages.  */
 static void round_for_huge(bool raise_threshold) {
-  size_t huge = mode_page();
+  size_t huge = region_mode_page();
   if (!huge) return;
   mp.trim_threshold = align_up(mp.trim_threshold ? mp.trim_threshold : 1, huge);
   if (raise_threshold && mp.mmap_threshold < huge) mp.mmap_threshold = huge;
@@ -133,7 +126,6 @@ void hp_apply_tunables(const struct hp_tunable_values *tv) {
   mp.arena_max = (size_t)v[HP_T_ARENA_MAX];
   mp.max_fast = ((size_t)v[HP_T_MXFAST] + SIZE_SZ) & ~(size_t)HP_ALIGN_MASK;
   mp.perturb = (int)v[HP_T_PERTURB];
-  mp.check_action = (int)v[HP_T_CHECK];
   size_t tmax = (size_t)v[HP_T_TCACHE_MAX];
   size_t bins = tmax > tidx2usize(TCACHE_MAX_BINS - 1) ? TCACHE_MAX_BINS : csize2tidx(request2size(tmax)) + 1;
   if (bins > TCACHE_MAX_BINS) bins = TCACHE_MAX_BINS;
@@ -141,9 +133,10 @@ void hp_apply_tunables(const struct hp_tunable_values *tv) {
   mp.tcache_max_bytes = bins ? tidx2usize(bins - 1) : 0;
   mp.tcache_count = (size_t)v[HP_T_TCACHE_COUNT];
   mp.tcache_unsorted_limit = (size_t)v[HP_T_TCACHE_UNSORTED_LIMIT];
-  mp.huge_waste_pct = (size_t)v[HP_T_HUGE_WASTE];
-  resolve_mode(v[HP_T_HUGETLB], v[HP_T_HUGETLB_SIZE]);
-  size_t huge = mode_page();
+  struct region_policy pol = { .page = mp.page, .huge_waste_pct = (size_t)v[HP_T_HUGE_WASTE] };
+  mp.mode_reason = resolve_mode(&pol, v[HP_T_HUGETLB], v[HP_T_HUGETLB_SIZE]);
+  region_set_policy(&pol);
+  size_t huge = region_mode_page();
   mp.heap_max = DEFAULT_HEAP_MAX;
   if (huge && 4 * huge > mp.heap_max) mp.heap_max = next_pow2(4 * huge);
   round_for_huge(!tunable_set(tv, HP_T_MMAP_THRESHOLD));
@@ -153,9 +146,9 @@ void hp_apply_tunables(const struct hp_tunable_values *tv) {
 
 static void verbose_line(void) {
   char buf[512];
-  size_t huge = mp.hugetlb_mode == 2 ? mp.hugetlb_size : mp.hugetlb_mode == 1 ? mp.thp_size : 0;
+  size_t huge = region_mode_page();
   int n = snprintf(buf, sizeof buf, "hpmalloc %s: hugetlb mode %d, page %zu KiB: %s; placement: %s\n",
-                   HPMALLOC_VERSION_STRING, mp.hugetlb_mode, (huge ? huge : mp.page) >> 10, mp.mode_reason,
+                   HPMALLOC_VERSION_STRING, region_get_policy()->mode, (huge ? huge : mp.page) >> 10, mp.mode_reason,
                    hp_placement.desc);
   if (n > 0) hp_os_write_err(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
@@ -170,7 +163,7 @@ static void init_phase1(void) {
   const char *builtin = &hpmalloc_default_tunables ? hpmalloc_default_tunables : NULL;
   hp_tunables_parse(&tv, builtin, hp_os_environ(), hp_os_secure());
   hp_apply_tunables(&tv);
-  mp.max_request = (size_t)PTRDIFF_MAX - 2 * (size_t)MINSIZE;
+  mp.max_request = largest_request();
   if (hp_placement.limit && hp_placement.limit - 1 < mp.max_request) mp.max_request = hp_placement.limit - 1;
   hp_vg = on_valgrind();
   hp_os_random(&hp_tcache_key, sizeof hp_tcache_key);
@@ -199,41 +192,23 @@ void hp_init_slow(void) {
 
 /* ------------------------------------------------------------------ switching mode at run time */
 
-/* Advise an existing base-page heap for THP and collapse what it already
-   holds into huge pages (MADV_COLLAPSE, Linux 6.1+; best effort).  */
-static void hugify_heap(struct arena *ar, struct heap *h) {
-  struct region *r = &h->reg;
-  if (r->kind != HP_REGION_BASE || !mp.thp_size) return;
-  if (hp_kernel.advise(r->base, r->reserved, HP_ADV_HUGEPAGE) != 0) return;
-  r->kind = HP_REGION_THP;
-  r->page = mp.thp_size;
-  ar->bytes_thp += r->committed;
-  uintptr_t lo = align_up((uintptr_t)r->base, mp.thp_size);
-  uintptr_t hi = align_down((uintptr_t)r->base + r->committed, mp.thp_size);
-  int saved = errno;
-  if (hi > lo) hp_kernel.advise((void *)lo, hi - lo, HP_ADV_COLLAPSE);
-  errno = saved;
-}
-
 /* mallopt(HPMALLOC_M_HUGETLB, v): the mode for memory mapped from now on;
    switching to THP also advises and collapses the heaps already there.
-   Fails (returns 0) for a page size the heaps' layout cannot take.  */
+   Fails (returns 0, nothing changed) for a page size the heaps' layout
+   cannot take.  The caller holds the main arena's lock.  */
 static int set_mode(int value) {
   if (value < 0) return 0;
-  int old_mode = mp.hugetlb_mode;
-  size_t old_size = mp.hugetlb_size;
-  resolve_mode((uint64_t)value, mp.hugetlb_size);
-  size_t huge = mode_page();
-  if (huge && 4 * huge > mp.heap_max) {
-    mp.hugetlb_mode = old_mode;
-    mp.hugetlb_size = old_size;
-    return 0;
-  }
+  struct region_policy pol = *region_get_policy();
+  const char *reason = resolve_mode(&pol, (uint64_t)value, pol.hugetlb_size);
+  size_t huge = policy_huge_page(&pol);
+  if (huge && 4 * huge > mp.heap_max) return 0;
+  region_set_policy(&pol);
+  mp.mode_reason = reason;
   round_for_huge(!mp.no_dyn_threshold);
-  if (mp.hugetlb_mode == 0) return 1;
-  for (struct arena *ar = &main_arena; ar; ar = ar->next == &main_arena ? NULL : ar->next) {
+  if (pol.mode == 0) return 1;
+  for (struct arena *ar = &main_arena; ar; ar = arena_next(ar)) {
     if (ar != &main_arena) arena_lock(ar);
-    for (struct heap *h = ar->heap; h; h = h->prev) hugify_heap(ar, h);
+    arena_hugify(ar);
     if (ar != &main_arena) arena_unlock(ar);
   }
   return 1;
@@ -270,7 +245,7 @@ int hp_mallopt(int param, int value) {
     mp.n_mmaps_max = value;
     mp.no_dyn_threshold = true;
     break;
-  case M_CHECK_ACTION: mp.check_action = value; break;
+  case M_CHECK_ACTION: break; /* accepted and ignored, as by glibc 2.36 without its debug library */
   case M_PERTURB: mp.perturb = value; break;
   case M_ARENA_TEST:
     if (value > 0) mp.arena_test = (size_t)value;

@@ -1,6 +1,7 @@
 /* malloc.c: the public entry points.  Argument checks, errno, dispatch to
  * the tcache (inlined fast paths), the arenas and mapped chunks, and the
- * valgrind client requests.  Nothing else lives here.
+ * valgrind client requests that describe each block to memcheck.  The work
+ * itself happens in the files each entry point calls.
  *
  * Test builds (HP_TEST_BUILD) rename every entry point hpt_NAME, so unit
  * tests can drive the allocator while their harness keeps the system's.  */
@@ -10,7 +11,13 @@
 #include <string.h>
 
 #include "hpmalloc.h"
-#include "internal.h"
+#include "arena.h"
+#include "bins.h"
+#include "mmapped.h"
+#include "stats.h"
+#include "tcache.h"
+#include "top.h"
+#include "track.h"
 
 #ifdef HP_TEST_BUILD
 #include "hpt_api.h"
@@ -29,9 +36,6 @@ HP_EXPORT void free_aligned_sized(void *p, size_t alignment, size_t size);
 /* ------------------------------------------------------------------ valgrind */
 
 #ifdef HP_HAVE_VALGRIND
-#include <valgrind/memcheck.h>
-#include <valgrind/valgrind.h>
-
 
 /* Tell memcheck about a new block of n bytes at p; the slack after it and
    the next chunk's size field become inaccessible so overflows show.
@@ -358,7 +362,9 @@ static void *aligned_core(size_t alignment, size_t n) {
   return p;
 }
 
-static void *aligned_entry(size_t alignment, size_t n) {
+/* Shared by the five aligned entry points: not inlined, so the library
+   holds one copy of it rather than one per entry point.  */
+__attribute__((noinline)) static void *aligned_entry(size_t alignment, size_t n) {
   vg_enter();
   void *p = aligned_core(alignment, n);
   if (p && !chunk_is_mmapped(mem2chunk(p))) perturb_alloc(p, n);
@@ -412,23 +418,6 @@ HP_EXPORT size_t HP_API(malloc_usable_size)(void *p) {
 
 HP_EXPORT int HP_API(mallopt)(int param, int value) { return hp_mallopt(param, value); }
 
-/* Release free pages inside free chunks of one heap: whole pages of the
-   heap's page size, never the chunk's links.  hugetlb heaps keep theirs
-   (a dropped hugetlb page could not be faulted back if the pool ran dry).  */
-static int trim_free_chunks(struct heap *h, const struct chunk *end) {
-  if (h->reg.kind == HP_REGION_HUGETLB) return 0;
-  int released = 0;
-  size_t page = h->reg.page;
-  for (struct chunk *c = h->first; c != end; c = next_chunk(c)) {
-    struct chunk *n = next_chunk(c);
-    if (prev_inuse(n)) continue;
-    uintptr_t lo = align_up((uintptr_t)c + sizeof(struct chunk), page);
-    uintptr_t hi = align_down((uintptr_t)n, page);
-    if (hi > lo && hp_kernel.advise((void *)lo, hi - lo, HP_ADV_DONTNEED) == 0) released = 1;
-  }
-  return released;
-}
-
 HP_EXPORT int HP_API(malloc_trim)(size_t pad) {
   hp_ensure_init();
   int saved = errno, released = 0;
@@ -436,12 +425,10 @@ HP_EXPORT int HP_API(malloc_trim)(size_t pad) {
   tcache_flush();
   vg_leave();
   hp_self.limit = hp_vg ? 0 : (hp_self.state == HP_THREAD_ACTIVE ? mp.tcache_count : 0);
-  for (struct arena *ar = &main_arena; ar; ar = ar->next == &main_arena ? NULL : ar->next) {
+  for (struct arena *ar = &main_arena; ar; ar = arena_next(ar)) {
     arena_lock(ar);
     vg_enter();
-    malloc_consolidate(ar);
-    released |= sys_trim(ar, pad);
-    for (struct heap *h = ar->heap; h; h = h->prev) released |= trim_free_chunks(h, h == ar->heap ? ar->top : h->fence);
+    released |= arena_trim(ar, pad);
     vg_leave();
     arena_unlock(ar);
   }
@@ -462,7 +449,7 @@ HP_EXPORT int hpmalloc_stats(struct hpmalloc_stats *st, size_t size) { return hp
 
 HP_EXPORT int hpmalloc_check_heap(void) {
   hp_ensure_init();
-  for (struct arena *ar = &main_arena; ar; ar = ar->next == &main_arena ? NULL : ar->next) {
+  for (struct arena *ar = &main_arena; ar; ar = arena_next(ar)) {
     arena_lock(ar);
     vg_enter();
     check_arena(ar);

@@ -10,10 +10,14 @@
  * program set a threshold itself.  In huge-page modes a request is mapped
  * only when rounding it to whole huge pages wastes little (hpmalloc.huge_waste);
  * otherwise it comes from the arena's heap, which is huge-backed already.  */
+#include "mmapped.h"
+
 #include <errno.h>
 #include <string.h>
 
-#include "internal.h"
+#include "check.h"
+#include "params.h"
+#include "region.h"
 
 enum { KIND_MASK = 0x3 };
 static const size_t DYN_THRESHOLD_MAX = (size_t)32 << 20;
@@ -28,12 +32,7 @@ size_t mmapped_region_size(const struct chunk *c) { return mm_offset(c) + chunks
 bool mmap_chunk_wanted(size_t nb) {
   if (nb < mp.mmap_threshold) return false;
   if (atomic_load_explicit(&mp.n_mmaps, memory_order_relaxed) >= (size_t)mp.n_mmaps_max) return false;
-  if (mp.hugetlb_mode == 0) return true;
-  size_t hp = mp.hugetlb_mode == 2 ? mp.hugetlb_size : mp.thp_size;
-  if (!hp) return true;
-  size_t len = nb + SIZE_SZ;
-  size_t waste = align_up(len, hp) - len;
-  return waste * 100 <= mp.huge_waste_pct * len;
+  return region_rounding_ok(nb + SIZE_SZ);
 }
 
 static void stats_add(size_t len, enum hp_region_kind kind) {
@@ -102,11 +101,7 @@ void *mremap_chunk(struct chunk *c, size_t nb) {
   size_t want = align_up(offset + nb + SIZE_SZ, page);
   if (want < nb) return NULL;
   if (want == total) return chunk2mem(c);
-  int saved = errno;
-  char *base = (char *)c - offset;
-  char *p = hp_kernel.remap(base, total, want, 0);
-  if (!p && (kind == HP_REGION_BASE || offset == 0)) p = hp_kernel.remap(base, total, want, 1);
-  errno = saved;
+  char *p = region_remap_chunk((char *)c - offset, total, want, kind == HP_REGION_BASE || offset == 0);
   if (!p) return NULL;
   struct chunk *nc = (struct chunk *)(p + offset);
   set_head(nc, (want - offset) | IS_MMAPPED);

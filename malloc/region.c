@@ -17,7 +17,7 @@
  * heap from that accounting; only hugetlb regions use it (the pool is
  * their limit).
  *
- * Modes (mp.hugetlb_mode):
+ * Modes (policy.mode, set by init.c through region_set_policy):
  *   0  base pages;
  *   1  THP: aligned to the PMD size, MADV_HUGEPAGE before first touch;
  *   2  hugetlbfs: reserved MAP_HUGETLB|MAP_NORESERVE (one mapping that grows
@@ -25,19 +25,34 @@
  *      pool shows as an error here rather than SIGBUS later; on failure,
  *      fall back to THP, then to base pages, counting each fallback.
  *
- * The kernel is reached only through hp_kernel, a table tests can replace.  */
+ * The kernel is reached only through hp_kernel (region.h): a const table
+ * of the hp_sys.h primitives in the library, one tests replace in the test
+ * build.  No other file of malloc/ calls the kernel.  */
+#include "region.h"
+
 #include <errno.h>
 
-#include "internal.h"
+#define HP_KERNEL_OS                                                                                                \
+  {                                                                                                                 \
+    .map = hp_os_map, .unmap = hp_os_unmap, .protect = hp_os_protect, .advise = hp_os_advise, .remap = hp_os_remap, \
+    .resident = hp_os_resident                                                                                      \
+  }
+#ifdef HP_TEST_BUILD
+struct hp_kernel_ops hp_kernel = HP_KERNEL_OS;
+#else
+static const struct hp_kernel_ops hp_kernel = HP_KERNEL_OS;
+#endif
 
-struct hp_kernel_ops hp_kernel = {
-  .map = hp_os_map,
-  .unmap = hp_os_unmap,
-  .protect = hp_os_protect,
-  .advise = hp_os_advise,
-  .remap = hp_os_remap,
-  .resident = hp_os_resident,
-};
+struct hp_placement hp_placement;
+struct region_fallbacks region_fallbacks;
+
+/* Set before any other thread runs, changed only by mallopt (region.h).  */
+static struct region_policy policy;
+
+void region_set_policy(const struct region_policy *p) { policy = *p; }
+const struct region_policy *region_get_policy(void) { return &policy; }
+
+size_t region_mode_page(void) { return policy_huge_page(&policy); }
 
 /* After a hugetlb failure, skip hugetlb for this many reservations before
    trying the pool again.  Guarded by nothing: a racy hint only.  */
@@ -45,11 +60,11 @@ static _Atomic unsigned hugetlb_backoff;
 enum { HUGETLB_BACKOFF = 8 };
 
 enum hp_region_kind region_kind_for_mode(void) {
-  switch (mp.hugetlb_mode) {
+  switch (policy.mode) {
   case 2:
     if (atomic_load_explicit(&hugetlb_backoff, memory_order_relaxed) == 0) return HP_REGION_HUGETLB;
     atomic_fetch_sub_explicit(&hugetlb_backoff, 1, memory_order_relaxed);
-    return mp.thp_size ? HP_REGION_THP : HP_REGION_BASE;
+    return policy.thp_size ? HP_REGION_THP : HP_REGION_BASE;
   case 1: return HP_REGION_THP;
   default: return HP_REGION_BASE;
   }
@@ -57,14 +72,14 @@ enum hp_region_kind region_kind_for_mode(void) {
 
 size_t region_huge_page(enum hp_region_kind kind) {
   switch (kind) {
-  case HP_REGION_HUGETLB: return mp.hugetlb_size;
-  case HP_REGION_THP: return mp.thp_size ? mp.thp_size : mp.page;
-  default: return mp.page;
+  case HP_REGION_HUGETLB: return policy.hugetlb_size;
+  case HP_REGION_THP: return policy.thp_size ? policy.thp_size : policy.page;
+  default: return policy.page;
   }
 }
 
 static void note_hugetlb_failure(void) {
-  atomic_fetch_add_explicit(&mp.fallbacks_hugetlb, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&region_fallbacks.hugetlb, 1, memory_order_relaxed);
   atomic_store_explicit(&hugetlb_backoff, HUGETLB_BACKOFF, memory_order_relaxed);
 }
 
@@ -77,7 +92,7 @@ static void *map_aligned_anywhere(size_t len, size_t align, uintptr_t hint, enum
     errno = ENOMEM;
     return NULL;
   }
-  size_t gran = (flags & HP_MAP_HUGETLB) ? huge : mp.page;
+  size_t gran = (flags & HP_MAP_HUGETLB) ? huge : policy.page;
   size_t span = len + align - gran;
   char *raw = hp_kernel.map((void *)hint, span, prot, flags, huge);
   if (!raw) return NULL;
@@ -134,13 +149,13 @@ static void *map_aligned(size_t len, size_t align, uintptr_t hint, enum hp_prot 
    metadata.  One inaccessible page below each heap keeps its neighbour
    out.  Best effort: when the page is taken, the heap goes without.  */
 static bool add_guard(char *base) {
-  if ((uintptr_t)base < mp.page) return false;
-  char *g = base - mp.page;
+  if ((uintptr_t)base < policy.page) return false;
+  char *g = base - policy.page;
   int saved = errno;
-  void *q = hp_kernel.map(g, mp.page, HP_PROT_NONE, HP_MAP_FIXED_NOREPLACE, 0);
+  void *q = hp_kernel.map(g, policy.page, HP_PROT_NONE, HP_MAP_FIXED_NOREPLACE, 0);
   errno = saved;
   if (q == g) return true;
-  if (q) hp_kernel.unmap(q, mp.page);
+  if (q) hp_kernel.unmap(q, policy.page);
   return false;
 }
 
@@ -149,7 +164,7 @@ static uintptr_t next_hint(enum hp_region_kind kind) {
 }
 
 static int reserve_hugetlb(struct region *r, size_t len, size_t align) {
-  size_t hsz = mp.hugetlb_size;
+  size_t hsz = policy.hugetlb_size;
   len = align_up(len, hsz);
   if (align < hsz) align = hsz;
   /* the placement's alignment is for regions that can hold a page that
@@ -173,16 +188,16 @@ static int reserve_normal(struct region *r, size_t len, size_t align, enum hp_re
   if (!p) return -1;
   *r = (struct region){ .base = p, .reserved = len, .page = page, .kind = kind };
   if (kind == HP_REGION_THP && hp_kernel.advise(p, len, HP_ADV_HUGEPAGE) != 0) {
-    atomic_fetch_add_explicit(&mp.fallbacks_thp, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&region_fallbacks.thp, 1, memory_order_relaxed);
     r->kind = HP_REGION_BASE;
-    r->page = mp.page;
+    r->page = policy.page;
   }
   return 0;
 }
 
 static void placed(struct region *r) {
   r->guard = add_guard(r->base);
-  note_region(r->guard ? r->base - mp.page : r->base);
+  note_region(r->guard ? r->base - policy.page : r->base);
 }
 
 int region_reserve(struct region *r, size_t len, size_t align, enum hp_region_kind want) {
@@ -194,7 +209,7 @@ int region_reserve(struct region *r, size_t len, size_t align, enum hp_region_ki
       return 0;
     }
     note_hugetlb_failure();
-    want = mp.thp_size ? HP_REGION_THP : HP_REGION_BASE;
+    want = policy.thp_size ? HP_REGION_THP : HP_REGION_BASE;
   }
   if (reserve_normal(r, len, align, want) == 0) {
     placed(r);
@@ -248,7 +263,12 @@ static int commit_hugetlb(struct region *r, size_t from, size_t to) {
 /* Is rounding len up to whole pages of size hp cheap enough?  */
 static bool waste_ok(size_t len, size_t hp) {
   size_t waste = align_up(len, hp) - len;
-  return waste * 100 <= mp.huge_waste_pct * len;
+  return waste * 100 <= policy.huge_waste_pct * len;
+}
+
+bool region_rounding_ok(size_t len) {
+  size_t hp = region_mode_page();
+  return !hp || waste_ok(len, hp);
 }
 
 /* A THP region is young until it has committed its first huge page.
@@ -262,7 +282,7 @@ static bool young(const struct region *r) { return r->kind == HP_REGION_THP && r
 
 /* The unit a commit up to `upto` is rounded to.  */
 static size_t commit_unit(const struct region *r, size_t upto) {
-  if (young(r) && upto < r->page && !waste_ok(align_up(upto, mp.page), r->page)) return mp.page;
+  if (young(r) && upto < r->page && !waste_ok(align_up(upto, policy.page), r->page)) return policy.page;
   return r->page;
 }
 
@@ -303,7 +323,7 @@ int region_commit(struct region *r, size_t upto) {
    only whole pages, and in huge modes only whole huge pages, go; a young
    region gives back base pages).  */
 void region_decommit(struct region *r, size_t downto) {
-  downto = align_up(downto, young(r) ? mp.page : r->page);
+  downto = align_up(downto, young(r) ? policy.page : r->page);
   if (downto >= r->committed) return;
   char *p = r->base + downto;
   size_t len = r->committed - downto;
@@ -320,20 +340,42 @@ void region_decommit(struct region *r, size_t downto) {
 void region_release(struct region *r) {
   int saved = errno;
   hp_kernel.unmap(r->base, r->reserved);
-  if (r->guard) hp_kernel.unmap(r->base - mp.page, mp.page);
+  if (r->guard) hp_kernel.unmap(r->base - policy.page, policy.page);
   errno = saved;
   r->reserved = r->committed = 0;
   r->guard = false;
 }
 
+bool region_discard(struct region *r, uintptr_t lo, uintptr_t hi) {
+  if (r->kind == HP_REGION_HUGETLB) return false;
+  lo = align_up(lo, r->page);
+  hi = align_down(hi, r->page);
+  return hi > lo && hp_kernel.advise((void *)lo, hi - lo, HP_ADV_DONTNEED) == 0;
+}
+
+bool region_hugify(struct region *r) {
+  if (r->kind != HP_REGION_BASE || !policy.thp_size) return false;
+  int saved = errno;
+  bool ok = hp_kernel.advise(r->base, r->reserved, HP_ADV_HUGEPAGE) == 0;
+  if (ok) {
+    r->kind = HP_REGION_THP;
+    r->page = policy.thp_size;
+    uintptr_t lo = align_up((uintptr_t)r->base, policy.thp_size);
+    uintptr_t hi = align_down((uintptr_t)r->base + r->committed, policy.thp_size);
+    if (hi > lo) hp_kernel.advise((void *)lo, hi - lo, HP_ADV_COLLAPSE);
+  }
+  errno = saved;
+  return ok;
+}
+
 /* A mapping for one large chunk: *len in, the mapped length out.  */
 void *region_map_chunk(size_t *len, enum hp_region_kind *kind) {
-  size_t want = align_up(*len, mp.page);
+  size_t want = align_up(*len, policy.page);
   enum hp_region_kind k = region_kind_for_mode();
   int saved = errno;
-  if (k == HP_REGION_HUGETLB && waste_ok(want, mp.hugetlb_size)) {
-    size_t l = align_up(want, mp.hugetlb_size);
-    void *p = hp_kernel.map(NULL, l, HP_PROT_RW, HP_MAP_HUGETLB, mp.hugetlb_size);
+  if (k == HP_REGION_HUGETLB && waste_ok(want, policy.hugetlb_size)) {
+    size_t l = align_up(want, policy.hugetlb_size);
+    void *p = hp_kernel.map(NULL, l, HP_PROT_RW, HP_MAP_HUGETLB, policy.hugetlb_size);
     if (p) {
       *len = l;
       *kind = k;
@@ -342,14 +384,14 @@ void *region_map_chunk(size_t *len, enum hp_region_kind *kind) {
     }
     note_hugetlb_failure();
   }
-  if (k != HP_REGION_BASE && mp.thp_size && waste_ok(want, mp.thp_size)) {
-    size_t l = align_up(want, mp.thp_size);
-    void *p = map_aligned_anywhere(l, mp.thp_size, 0, HP_PROT_RW, 0, 0); /* where the kernel puts mappings */
+  if (k != HP_REGION_BASE && policy.thp_size && waste_ok(want, policy.thp_size)) {
+    size_t l = align_up(want, policy.thp_size);
+    void *p = map_aligned_anywhere(l, policy.thp_size, 0, HP_PROT_RW, 0, 0); /* where the kernel puts mappings */
     if (p) {
       *len = l;
       *kind = HP_REGION_THP;
       if (hp_kernel.advise(p, l, HP_ADV_HUGEPAGE) != 0) {
-        atomic_fetch_add_explicit(&mp.fallbacks_thp, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&region_fallbacks.thp, 1, memory_order_relaxed);
         *kind = HP_REGION_BASE;
       }
       errno = saved;
@@ -371,4 +413,12 @@ void region_unmap_chunk(void *p, size_t len) {
   int saved = errno;
   hp_kernel.unmap(p, len);
   errno = saved;
+}
+
+void *region_remap_chunk(void *base, size_t oldlen, size_t newlen, bool may_move) {
+  int saved = errno;
+  void *p = hp_kernel.remap(base, oldlen, newlen, 0);
+  if (!p && may_move) p = hp_kernel.remap(base, oldlen, newlen, 1);
+  errno = saved;
+  return p;
 }

@@ -2,13 +2,16 @@
  * hpmalloc_stats.  Counters are gathered under each arena's lock into a
  * plain struct, and printed only after the lock is dropped (printing may
  * allocate).  */
+#include "stats.h"
+
 #include <errno.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "hpmalloc.h"
-#include "internal.h"
+#include "arena.h"
+#include "track.h"
 
 /* Per-bin figures for malloc_info.  */
 struct bin_line {
@@ -66,32 +69,31 @@ static void collect(struct arena *ar, struct hp_arena_stats *st, struct bin_line
 
 void arena_collect(struct arena *ar, struct hp_arena_stats *st) { collect(ar, st, NULL, NULL); }
 
-/* The ring of arenas is only ever appended to; walking it without the list
-   lock sees a consistent prefix.  */
-static struct arena *next_arena(struct arena *ar) {
-  struct arena *n = __atomic_load_n(&ar->next, __ATOMIC_ACQUIRE);
-  return n == &main_arena ? NULL : n;
-}
-
 struct totals {
   struct hp_arena_stats sum;
   size_t max_system;
 };
 
+/* Add one arena's figures to a sum (top: only the main arena's counts,
+   glibc's keepcost).  */
+static void add_stats(struct hp_arena_stats *sum, const struct hp_arena_stats *st) {
+  sum->system += st->system;
+  sum->inuse += st->inuse;
+  sum->free += st->free;
+  sum->fast_count += st->fast_count;
+  sum->fast_bytes += st->fast_bytes;
+  sum->ordblks += st->ordblks;
+  sum->thp += st->thp;
+  sum->hugetlb += st->hugetlb;
+  sum->heaps += st->heaps;
+}
+
 static void sum_all(struct totals *t) {
   memset(t, 0, sizeof *t);
-  for (struct arena *ar = &main_arena; ar; ar = next_arena(ar)) {
+  for (struct arena *ar = &main_arena; ar; ar = arena_next(ar)) {
     struct hp_arena_stats st;
     arena_collect(ar, &st);
-    t->sum.system += st.system;
-    t->sum.inuse += st.inuse;
-    t->sum.free += st.free;
-    t->sum.fast_count += st.fast_count;
-    t->sum.fast_bytes += st.fast_bytes;
-    t->sum.ordblks += st.ordblks;
-    t->sum.thp += st.thp;
-    t->sum.hugetlb += st.hugetlb;
-    t->sum.heaps += st.heaps;
+    add_stats(&t->sum, &st);
     t->max_system += ar->max_system_mem;
     if (ar == &main_arena) t->sum.top = st.top;
   }
@@ -143,7 +145,7 @@ void hp_malloc_stats(void) {
   pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
   size_t system_total = 0, inuse_total = 0;
   int i = 0;
-  for (struct arena *ar = &main_arena; ar; ar = next_arena(ar), i++) {
+  for (struct arena *ar = &main_arena; ar; ar = arena_next(ar), i++) {
     struct hp_arena_stats st;
     arena_collect(ar, &st);
     fprintf(stderr, "Arena %d:\n", i);
@@ -162,74 +164,77 @@ void hp_malloc_stats(void) {
 }
 
 static const char *kind_name(void) {
-  switch (mp.hugetlb_mode) {
+  switch (region_get_policy()->mode) {
   case 1: return "thp";
   case 2: return "hugetlb";
   default: return "none";
   }
 }
 
-int hp_malloc_info(int options, FILE *fp) {
-  if (options != 0) return EINVAL; /* as glibc 2.36: the value, errno untouched */
-  hp_ensure_init();
+/* One <heap> element: the arena's free chunks by bin, then its totals.  */
+static void info_heap(FILE *fp, int nr, struct arena *ar, struct hp_arena_stats *st) {
   struct bin_line lines[NBINS + NFASTBINS];
-  size_t total_nfast = 0, total_fast = 0, total_nblocks = 0, total_avail = 0;
-  size_t total_system = 0, total_max_system = 0, total_aspace = 0, total_mprotect = 0;
-  size_t total_thp = 0, total_hugetlb = 0;
-  int n = 0;
-  fputs("<malloc version=\"1\">\n", fp);
-  for (struct arena *ar = &main_arena; ar; ar = next_arena(ar), n++) {
-    struct hp_arena_stats st;
-    size_t nlines;
-    collect(ar, &st, lines, &nlines);
-    fprintf(fp, "<heap nr=\"%d\">\n<sizes>\n", n);
-    for (size_t i = 0; i < nlines; i++) {
-      const struct bin_line *l = &lines[i];
-      if (l->from == 0 && l->to == UNSORTED_BIN)
-        fprintf(fp, "  <unsorted from=\"0\" to=\"0\" total=\"%zu\" count=\"%zu\"/>\n", l->total, l->count);
-      else
-        fprintf(fp, "  <size from=\"%zu\" to=\"%zu\" total=\"%zu\" count=\"%zu\"/>\n", l->from, l->to, l->total,
-                l->count);
-    }
-    size_t rest_bytes = st.free - st.fast_bytes, rest_count = st.ordblks;
-    fprintf(fp, "</sizes>\n<total type=\"fast\" count=\"%zu\" size=\"%zu\"/>\n", st.fast_count, st.fast_bytes);
-    fprintf(fp, "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n", rest_count, rest_bytes);
-    fprintf(fp, "<system type=\"current\" size=\"%zu\"/>\n", st.system);
-    fprintf(fp, "<system type=\"max\" size=\"%zu\"/>\n", ar->max_system_mem);
-    fprintf(fp, "<aspace type=\"total\" size=\"%zu\"/>\n", st.system);
-    fprintf(fp, "<aspace type=\"mprotect\" size=\"%zu\"/>\n", st.system);
-    fprintf(fp, "<hugepages thp=\"%zu\" hugetlb=\"%zu\" heaps=\"%zu\"/>\n", st.thp, st.hugetlb, st.heaps);
-    fputs("</heap>\n", fp);
-    total_nfast += st.fast_count;
-    total_fast += st.fast_bytes;
-    total_nblocks += rest_count;
-    total_avail += rest_bytes;
-    total_system += st.system;
-    total_max_system += ar->max_system_mem;
-    total_aspace += st.system;
-    total_mprotect += st.system;
-    total_thp += st.thp;
-    total_hugetlb += st.hugetlb;
+  size_t nlines;
+  collect(ar, st, lines, &nlines);
+  fprintf(fp, "<heap nr=\"%d\">\n<sizes>\n", nr);
+  for (size_t i = 0; i < nlines; i++) {
+    const struct bin_line *l = &lines[i];
+    if (l->from == 0 && l->to == UNSORTED_BIN)
+      fprintf(fp, "  <unsorted from=\"0\" to=\"0\" total=\"%zu\" count=\"%zu\"/>\n", l->total, l->count);
+    else
+      fprintf(fp, "  <size from=\"%zu\" to=\"%zu\" total=\"%zu\" count=\"%zu\"/>\n", l->from, l->to, l->total,
+              l->count);
   }
-  fprintf(fp, "<total type=\"fast\" count=\"%zu\" size=\"%zu\"/>\n", total_nfast, total_fast);
-  fprintf(fp, "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n", total_nblocks, total_avail);
-  fprintf(fp, "<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n", atomic_load(&mp.n_mmaps),
-          atomic_load(&mp.mmapped_mem));
-  fprintf(fp, "<system type=\"current\" size=\"%zu\"/>\n", total_system);
-  fprintf(fp, "<system type=\"max\" size=\"%zu\"/>\n", total_max_system);
-  fprintf(fp, "<aspace type=\"total\" size=\"%zu\"/>\n", total_aspace);
-  fprintf(fp, "<aspace type=\"mprotect\" size=\"%zu\"/>\n", total_mprotect);
-  size_t huge = mp.hugetlb_mode == 2 ? mp.hugetlb_size : mp.hugetlb_mode == 1 ? mp.thp_size : 0;
+  fputs("</sizes>\n", fp);
+}
+
+/* The totals glibc prints after each heap and after all of them; `mmap`
+   only for the whole process.  */
+static void info_totals(FILE *fp, const struct hp_arena_stats *st, size_t max_system, bool mmap) {
+  fprintf(fp, "<total type=\"fast\" count=\"%zu\" size=\"%zu\"/>\n", st->fast_count, st->fast_bytes);
+  fprintf(fp, "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n", st->ordblks, st->free - st->fast_bytes);
+  if (mmap)
+    fprintf(fp, "<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n", atomic_load(&mp.n_mmaps),
+            atomic_load(&mp.mmapped_mem));
+  fprintf(fp, "<system type=\"current\" size=\"%zu\"/>\n", st->system);
+  fprintf(fp, "<system type=\"max\" size=\"%zu\"/>\n", max_system);
+  fprintf(fp, "<aspace type=\"total\" size=\"%zu\"/>\n", st->system);
+  fprintf(fp, "<aspace type=\"mprotect\" size=\"%zu\"/>\n", st->system);
+}
+
+/* hpmalloc's own element: the mode, why, the placement, bytes by kind.  */
+static void info_hpmalloc(FILE *fp, const struct hp_arena_stats *sum) {
   fprintf(fp, "<hpmalloc version=\"%s\" mode=\"%d\" kind=\"%s\" pagesize=\"%zu\" hugepagesize=\"%zu\">\n",
-          HPMALLOC_VERSION_STRING, mp.hugetlb_mode, kind_name(), mp.page, huge);
+          HPMALLOC_VERSION_STRING, region_get_policy()->mode, kind_name(), mp.page, region_mode_page());
   fprintf(fp, "  <reason>%s</reason>\n", mp.mode_reason);
   fprintf(fp, "  <placement align=\"%zu\" hint=\"0x%zx\" huge_hint=\"0x%zx\">%s</placement>\n", hp_placement.align,
           (size_t)hp_placement.hint, (size_t)hp_placement.huge_hint, hp_placement.desc);
-  fprintf(fp, "  <bytes thp=\"%zu\" hugetlb=\"%zu\" mmap_thp=\"%zu\" mmap_hugetlb=\"%zu\"/>\n", total_thp,
-          total_hugetlb, atomic_load(&mp.mmapped_thp), atomic_load(&mp.mmapped_hugetlb));
-  fprintf(fp, "  <fallbacks hugetlb=\"%zu\" thp=\"%zu\"/>\n", atomic_load(&mp.fallbacks_hugetlb),
-          atomic_load(&mp.fallbacks_thp));
-  fputs("</hpmalloc>\n</malloc>\n", fp);
+  fprintf(fp, "  <bytes thp=\"%zu\" hugetlb=\"%zu\" mmap_thp=\"%zu\" mmap_hugetlb=\"%zu\"/>\n", sum->thp, sum->hugetlb,
+          atomic_load(&mp.mmapped_thp), atomic_load(&mp.mmapped_hugetlb));
+  fprintf(fp, "  <fallbacks hugetlb=\"%zu\" thp=\"%zu\"/>\n", atomic_load(&region_fallbacks.hugetlb),
+          atomic_load(&region_fallbacks.thp));
+  fputs("</hpmalloc>\n", fp);
+}
+
+int hp_malloc_info(int options, FILE *fp) {
+  if (options != 0) return EINVAL; /* as glibc 2.36: the value, errno untouched */
+  hp_ensure_init();
+  struct hp_arena_stats sum = { 0 };
+  size_t max_system = 0;
+  int n = 0;
+  fputs("<malloc version=\"1\">\n", fp);
+  for (struct arena *ar = &main_arena; ar; ar = arena_next(ar), n++) {
+    struct hp_arena_stats st;
+    info_heap(fp, n, ar, &st);
+    info_totals(fp, &st, ar->max_system_mem, false);
+    fprintf(fp, "<hugepages thp=\"%zu\" hugetlb=\"%zu\" heaps=\"%zu\"/>\n", st.thp, st.hugetlb, st.heaps);
+    fputs("</heap>\n", fp);
+    add_stats(&sum, &st);
+    max_system += ar->max_system_mem;
+  }
+  info_totals(fp, &sum, max_system, true);
+  info_hpmalloc(fp, &sum);
+  fputs("</malloc>\n", fp);
   return 0;
 }
 // NOLINTEND(cert-err33-c)
@@ -252,12 +257,12 @@ int hp_stats(struct hpmalloc_stats *out, size_t size) {
   out->bytes_in_use = t.sum.inuse + mm;
   out->bytes_thp = t.sum.thp + atomic_load(&mp.mmapped_thp);
   out->bytes_hugetlb = t.sum.hugetlb + atomic_load(&mp.mmapped_hugetlb);
-  out->fallbacks_hugetlb = atomic_load(&mp.fallbacks_hugetlb);
-  out->fallbacks_thp = atomic_load(&mp.fallbacks_thp);
+  out->fallbacks_hugetlb = atomic_load(&region_fallbacks.hugetlb);
+  out->fallbacks_thp = atomic_load(&region_fallbacks.thp);
   out->n_arenas = atomic_load(&mp.n_arenas);
   out->n_heaps = t.sum.heaps;
   out->n_mmapped = atomic_load(&mp.n_mmaps);
-  out->hugetlb_mode = mp.hugetlb_mode;
-  out->huge_page_size = mp.hugetlb_mode == 2 ? mp.hugetlb_size : mp.hugetlb_mode == 1 ? mp.thp_size : 0;
+  out->hugetlb_mode = region_get_policy()->mode;
+  out->huge_page_size = region_mode_page();
   return 0;
 }

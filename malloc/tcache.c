@@ -5,10 +5,16 @@
  * malloc and free of those sizes touch no lock (malloc.c inlines the pop
  * and push).  A cached chunk carries hp_tcache_key so that a second free of
  * it is caught.  At thread exit the cache is given back to the arenas.  */
-#include "internal.h"
+#include "tcache.h"
+
+#include "arena.h"
+#include "bins.h"
+#include "params.h"
+#include "track.h"
 
 __thread struct hp_thread hp_self __attribute__((tls_model("initial-exec")));
 size_t hp_tc_max_request;
+uintptr_t hp_tcache_key;
 
 /* e carries the key: either a double free or a coincidence.  Scan the bin.  */
 void tcache_double_free_scan(struct tc_entry *e, size_t tidx) {

@@ -10,10 +10,13 @@
  * one is sealed by a fencepost at its end (a 16-byte in-use chunk followed
  * by a size-0 header), so no chunk ever coalesces across heaps.
  * All functions here run with the arena's lock held.  */
+#include "top.h"
+
 #include <errno.h>
 #include <string.h>
 
-#include "internal.h"
+#include "bins.h"
+#include "mmapped.h"
 
 /* The main arena's first reservation; each later one (made when the heap
    cannot be extended in place) is twice the one before, so a growing heap
@@ -24,7 +27,6 @@ static const size_t MAIN_HEAP_MAX_RESERVE = (size_t)64 << 30;
 static const size_t MAIN_HEAP_MIN = (size_t)1 << 20;
 
 static inline char *heap_end(const struct heap *h) { return h->reg.base + h->reg.committed; }
-static inline size_t arena_flag(const struct arena *ar) { return ar == &main_arena ? 0 : NON_MAIN_ARENA; }
 
 static void account(struct arena *ar, const struct region *r, ptrdiff_t delta) {
   ar->system_mem += (size_t)delta;
@@ -286,4 +288,28 @@ int sys_trim(struct arena *ar, size_t pad) {
   account(ar, &h->reg, -(ptrdiff_t)(before - h->reg.committed));
   set_head(ar->top, (size_t)(heap_end(h) - top) | (ar->top->size & PREV_INUSE));
   return 1;
+}
+
+/* Give back the whole pages inside the free chunks of heap h (up to `end`,
+   its top or fencepost), keeping each chunk's header and links.  */
+static int discard_free_chunks(struct heap *h, const struct chunk *end) {
+  int released = 0;
+  for (struct chunk *c = h->first; c != end; c = next_chunk(c)) {
+    struct chunk *n = next_chunk(c);
+    if (!prev_inuse(n) && region_discard(&h->reg, (uintptr_t)c + sizeof(struct chunk), (uintptr_t)n)) released = 1;
+  }
+  return released;
+}
+
+int arena_trim(struct arena *ar, size_t pad) {
+  malloc_consolidate(ar);
+  int released = sys_trim(ar, pad);
+  for (struct heap *h = ar->heap; h; h = h->prev)
+    released |= discard_free_chunks(h, h == ar->heap ? ar->top : h->fence);
+  return released;
+}
+
+void arena_hugify(struct arena *ar) {
+  for (struct heap *h = ar->heap; h; h = h->prev)
+    if (region_hugify(&h->reg)) ar->bytes_thp += h->reg.committed;
 }

@@ -20,11 +20,11 @@ ANALYZE_CPPCHECK := cppcheck -q --std=c11 --enable=warning,style,performance,por
 	--inline-suppr --error-exitcode=1 --template='{file}:{line}: {severity}: {id}: {message}' \
 	$(ANALYZE_INC) -D__linux__ -D__x86_64__ -D__GNUC__ $(ANALYZE_DEFS)
 
-.PHONY: analyze analyze-gcc analyze-cppcheck analyze-tidy analyze-format analyze-deps format
+.PHONY: analyze analyze-gcc analyze-cppcheck analyze-tidy analyze-format analyze-headers analyze-deps format
 analyze: analyze-deps
-	@find $(ANALYZE_DIR) -name '*.bad' -delete 2>/dev/null; rm -f $(ANALYZE_DIR)/format.log; \
-	  $(MAKE) --no-print-directory -k analyze-gcc analyze-cppcheck analyze-tidy analyze-format; rc=$$?; \
-	  n=$$({ find $(ANALYZE_DIR) -name '*.bad' -exec cat {} +; cat $(ANALYZE_DIR)/cppcheck.log $(ANALYZE_DIR)/format.log; } \
+	@find $(ANALYZE_DIR) -name '*.bad' -delete 2>/dev/null; rm -f $(ANALYZE_DIR)/format.log $(ANALYZE_DIR)/headers.log; \
+	  $(MAKE) --no-print-directory -k analyze-gcc analyze-cppcheck analyze-tidy analyze-format analyze-headers; rc=$$?; \
+	  n=$$({ find $(ANALYZE_DIR) -name '*.bad' -exec cat {} +; cat $(ANALYZE_DIR)/cppcheck.log $(ANALYZE_DIR)/format.log $(ANALYZE_DIR)/headers.log; } \
 	    2>/dev/null | grep -c ': warning:\|: error:\|: style:\|: portability:\|: performance:'); \
 	  echo "analyze: $(words $(ANALYZE_SRCS)) files, gcc -fanalyzer + cppcheck + clang-tidy + clang-format: $$n findings"; \
 	  [ $$rc -eq 0 ] && [ $$n -eq 0 ]
@@ -70,3 +70,14 @@ analyze-format:
 
 format:
 	clang-format -i $(FORMAT_SRCS)
+
+# Every header of the library compiles on its own, in the library build and
+# in the test build: none works only after another was included.
+HEADER_SRCS := $(sort $(wildcard malloc/*.h tunables/*.h sysdeps/generic/*.h sysdeps/posix/*.h include/*.h))
+analyze-headers:
+	@mkdir -p $(ANALYZE_DIR)
+	@: >$(ANALYZE_DIR)/headers.log; for h in $(HEADER_SRCS); do for d in "" -DHP_TEST_BUILD=1; do \
+	  printf '#include "%s"\n' $$(basename $$h) | $(CC) -std=gnu11 $(WARN) $(INCLUDES) $(ANALYZE_DEFS) $$d \
+	    -fsyntax-only -x c - >/dev/null 2>&1 || \
+	    echo "$$h:1: error: does not compile on its own ($$d): include what it uses" >>$(ANALYZE_DIR)/headers.log; \
+	  done; done; cat $(ANALYZE_DIR)/headers.log; [ ! -s $(ANALYZE_DIR)/headers.log ]

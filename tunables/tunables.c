@@ -33,9 +33,8 @@
  * Extension: "malloc.NAME" is accepted for "glibc.malloc.NAME".  */
 
 #include "tunables.h"
+#include "hp_base.h"
 
-#define HP_KIB ((uint64_t)1024)
-#define HP_MIB (HP_KIB * 1024)
 #define HP_U64_MAX UINT64_MAX
 #define HP_SZ_MAX ((uint64_t)SIZE_MAX)
 #define HP_I32_MAX ((uint64_t)INT32_MAX)

@@ -13,11 +13,6 @@
 
 #include <string.h>
 
-#define HP_KIB ((uint64_t)1 << 10)
-#define HP_MIB ((uint64_t)1 << 20)
-#define HP_GIB ((uint64_t)1 << 30)
-#define HP_TIB ((uint64_t)1 << 40)
-
 /* The policies.  Each fills every field of *pl from *si and nothing else.  */
 void hp_placement_x86_64(const struct hp_sysinfo *si, struct hp_placement *pl);
 void hp_placement_powerpc64(const struct hp_sysinfo *si, struct hp_placement *pl);
@@ -35,8 +30,6 @@ size_t hp_default_pmd_generic(const struct hp_sysinfo *si);
 
 /* The base page size, assuming 4 KiB when the probe did not find one.  */
 static inline size_t hp_pl_base_page(const struct hp_sysinfo *si) { return si->base_page ? si->base_page : 4096; }
-
-static inline int hp_pl_is_pow2(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
 
 static inline uint64_t hp_pl_max(uint64_t a, uint64_t b) { return a > b ? a : b; }
 

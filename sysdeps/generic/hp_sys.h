@@ -8,14 +8,19 @@
  *   sysdeps/<arch>/             page sizes and placement for one architecture
  * The GNUmakefile picks the files from `$(CC) -dumpmachine`.
  *
- * No function here may call malloc (directly or through stdio, getenv is
- * fine but unused); all of them are safe to call before the allocator is
- * initialised and while an arena lock is held.  */
+ * No function here may call malloc, directly or through stdio, opendir,
+ * getenv, qsort or snprintf (sysdeps/README.md lists what they may call);
+ * all of them are safe to call before the allocator is initialised and
+ * while an arena lock is held.  Within the core only malloc/region.c calls
+ * the memory primitives (map, unmap, protect, advise, remap, resident).  */
 #ifndef HP_SYS_H
 #define HP_SYS_H
 
-#include <stddef.h>
-#include <stdint.h>
+#include "hp_base.h"
+
+/* Everything declared here is internal to the library: hidden, so calls
+   from the core are direct (no GOT) and nothing is exported.  */
+#pragma GCC visibility push(hidden)
 
 /* ---------------------------------------------------------------- OS primitives */
 
@@ -163,5 +168,7 @@ size_t hp_arch_default_pmd(const struct hp_sysinfo *si);
 /* The architecture the build targets: "x86_64", "powerpc64", "aarch64" or
    "generic".  A static string.  */
 const char *hp_arch_name(void);
+
+#pragma GCC visibility pop
 
 #endif

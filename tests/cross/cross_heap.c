@@ -18,7 +18,8 @@
 #include <string.h>
 
 #include "hpt_api.h"
-#include "internal.h"
+#include "params.h"
+#include "region.h"
 
 static int passed, failed;
 

@@ -21,7 +21,11 @@
 #include <unistd.h>
 
 #include "hpt_api.h"
-#include "internal.h"
+#include "params.h"
+#include "region.h"
+#include "tunables.h"
+
+extern char **environ;
 
 static const char *const watched[] = { "GLIBC_TUNABLES", "MALLOC_CHECK_", "MALLOC_TOP_PAD_", "MALLOC_PERTURB_",
                                        "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_MAX_",
@@ -55,13 +59,16 @@ int main(int argc, char **argv) {
   printf("arena_max=%zu\n", mp.arena_max);
   printf("max_fast=%zu\n", mp.max_fast);
   printf("perturb=%d\n", mp.perturb);
-  printf("check=%d\n", mp.check_action);
+  /* glibc.malloc.check is accepted and ignored: print what was parsed */
+  struct hp_tunable_values tv;
+  hp_tunables_parse(&tv, NULL, environ, (int)getauxval(AT_SECURE));
+  printf("check=%d\n", (int)tv.val[HP_T_CHECK]);
   printf("tcache_bins=%zu\n", mp.tcache_bins);
   printf("tcache_max_bytes=%zu\n", mp.tcache_max_bytes);
   printf("tcache_count=%zu\n", mp.tcache_count);
   printf("tcache_unsorted_limit=%zu\n", mp.tcache_unsorted_limit);
-  printf("hugetlb_mode=%d\n", mp.hugetlb_mode);
-  printf("huge_waste=%zu\n", mp.huge_waste_pct);
+  printf("hugetlb_mode=%d\n", region_get_policy()->mode);
+  printf("huge_waste=%zu\n", region_get_policy()->huge_waste_pct);
   printf("heap_max=%zu\n", mp.heap_max);
   printf("secure=%lu\n", getauxval(AT_SECURE));
   printf("seen=");

@@ -17,7 +17,8 @@
 
 #include "hpmalloc.h"
 #include "hpt_api.h"
-#include "internal.h"
+#include "arena.h"
+#include "check.h"
 #include "unit_helpers.h"
 
 #define MiB ((size_t)1 << 20)

@@ -20,7 +20,9 @@
 
 #include "hpmalloc.h"
 #include "hpt_api.h"
-#include "internal.h"
+#include "arena.h"
+#include "bins.h"
+#include "check.h"
 #include "unit_helpers.h"
 
 #define KiB ((size_t)1 << 10)

@@ -6,7 +6,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "internal.h"
+#include "chunk.h"
+#include "tcache.h"
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
@@ -50,14 +51,13 @@ Test(chunk, request2size_is_aligned_covers_and_tight) {
   }
 }
 
-Test(chunk, request_out_of_range_boundary) {
-  size_t lim = (size_t)PTRDIFF_MAX - 2 * MINSIZE;
-  cr_assert_not(request_out_of_range(0));
-  cr_assert_not(request_out_of_range(lim));
-  cr_assert(request_out_of_range(lim + 1));
-  cr_assert(request_out_of_range(SIZE_MAX));
-  /* every in-range request rounds without wrapping */
+Test(chunk, largest_request_boundary) {
+  size_t lim = largest_request();
+  cr_assert_eq(lim, (size_t)PTRDIFF_MAX - 2 * MINSIZE);
+  /* the largest request rounds without wrapping, and its chunk still fits
+     below PTRDIFF_MAX with room for the next chunk's header */
   cr_assert_gt(request2size(lim), lim);
+  cr_assert_leq(request2size(lim) + MINSIZE, (size_t)PTRDIFF_MAX);
 }
 
 /* ================================================================ layout */

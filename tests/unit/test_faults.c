@@ -51,7 +51,8 @@
 
 #include "hpmalloc.h"
 #include "hpt_api.h"
-#include "internal.h"
+#include "arena.h"
+#include "region.h"
 #include "unit_helpers.h"
 
 #define KiB ((size_t)1 << 10)
@@ -336,7 +337,7 @@ static void workload(int mode0) {
   /* mode 0: switching to THP advises the base-page heap and collapses
      what it holds (MADV_COLLAPSE); then back, with mode 0's padding and
      thresholds again for the rest */
-  if (mode0 == 0 && mp.thp_size) {
+  if (mode0 == 0 && region_get_policy()->thp_size) {
     size_t pad = mp.top_pad, trim = mp.trim_threshold, mmap_thr = mp.mmap_threshold;
     hpt_mallopt(HPMALLOC_M_HUGETLB, 1);
     hpt_mallopt(HPMALLOC_M_HUGETLB, 0);
@@ -434,9 +435,9 @@ static int mode0;
 
 static void setup(void) {
   hp_ensure_init();
-  mode0 = mp.hugetlb_mode;
+  mode0 = region_get_policy()->mode;
   real = hp_kernel;
-  fw.emulate_hugetlb = mp.hugetlb_mode == 2;
+  fw.emulate_hugetlb = region_get_policy()->mode == 2;
   rep = mmap(NULL, sizeof *rep, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   cr_assert_neq(rep, MAP_FAILED);
 }

@@ -21,7 +21,8 @@
 
 #include "hpmalloc.h"
 #include "hpt_api.h"
-#include "internal.h"
+#include "arena.h"
+#include "region.h"
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
@@ -135,7 +136,7 @@ static bool page_populated(uintptr_t a) {
   return false;
 }
 static bool fake_populate(uintptr_t addr, size_t len) {
-  size_t page = mp.hugetlb_size ? mp.hugetlb_size : 2 * MiB;
+  size_t page = region_get_policy()->hugetlb_size ? region_get_policy()->hugetlb_size : 2 * MiB;
   for (uintptr_t a = addr; a < addr + len; a += page) {
     if (page_populated(a)) continue;
     if (fk.populate_ok == 0) return false;
@@ -179,16 +180,21 @@ static void fake_kernel(int mode, size_t thp, size_t hugetlb) {
   fk.hugetlb_ok = -1;
   hp_kernel = (struct hp_kernel_ops){ fake_map, fake_unmap, fake_protect, fake_advise, fake_remap, fake_resident };
   mp.page = 4096;
-  mp.hugetlb_mode = mode;
-  mp.thp_size = thp;
-  mp.hugetlb_size = hugetlb;
-  mp.huge_waste_pct = 12;
+  region_set_policy(&(struct region_policy){ .mode = mode, .page = 4096, .thp_size = thp, .hugetlb_size = hugetlb,
+                                             .huge_waste_pct = 12 });
   hp_placement.align = thp ? thp : 4096;
   hp_placement.huge_align = hugetlb ? hugetlb : 4096;
   hp_placement.hint = 0;
   hp_placement.huge_hint = 0;
-  atomic_store(&mp.fallbacks_hugetlb, 0);
-  atomic_store(&mp.fallbacks_thp, 0);
+  atomic_store(&region_fallbacks.hugetlb, 0);
+  atomic_store(&region_fallbacks.thp, 0);
+}
+
+/* Change the waste allowance of the policy in force.  */
+static void set_waste(size_t pct) {
+  struct region_policy pol = *region_get_policy();
+  pol.huge_waste_pct = pct;
+  region_set_policy(&pol);
 }
 
 static void script_maps(size_t n, const uintptr_t *addrs) {
@@ -256,7 +262,7 @@ Test(region, thp_reserve_aligns_and_advises_before_commit) {
   expect_call(4, OP_PROTECT, (uintptr_t)r.base + 2 * MiB, 4 * MiB, HP_PROT_RW);
   cr_assert_eq(r.committed, 6 * MiB);
   cr_assert_eq(count_calls(OP_ADVISE, HP_ADV_COLLAPSE), 0, "nothing was committed in part");
-  cr_assert_eq(atomic_load(&mp.fallbacks_thp), 0);
+  cr_assert_eq(atomic_load(&region_fallbacks.thp), 0);
 }
 
 /* A young THP region (its first huge page not yet committed) commits base
@@ -264,7 +270,7 @@ Test(region, thp_reserve_aligns_and_advises_before_commit) {
    once it takes the whole page it collapses what it holds into it.  */
 Test(region, thp_young_region_commits_base_pages_then_collapses) {
   fake_kernel(1, 2 * MiB, 0);
-  mp.huge_waste_pct = 12;
+  set_waste(12);
   struct region r;
   cr_assert_eq(region_reserve(&r, 8 * MiB, 0, HP_REGION_THP), 0);
   size_t n0 = fk.n;
@@ -298,7 +304,7 @@ Test(region, thp_young_region_commits_base_pages_then_collapses) {
 
 Test(region, thp_young_region_jumping_past_its_first_page_collapses_it) {
   fake_kernel(1, 2 * MiB, 0);
-  mp.huge_waste_pct = 12;
+  set_waste(12);
   struct region r;
   cr_assert_eq(region_reserve(&r, 8 * MiB, 0, HP_REGION_THP), 0);
   cr_assert_eq(region_commit(&r, 64 * 1024), 0);
@@ -328,7 +334,7 @@ Test(region, thp_refused_falls_back_to_base) {
   cr_assert_eq(region_reserve(&r, 8 * MiB, 0, HP_REGION_THP), 0);
   cr_assert_eq(r.kind, HP_REGION_BASE);
   cr_assert_eq(r.page, 4096);
-  cr_assert_eq(atomic_load(&mp.fallbacks_thp), 1);
+  cr_assert_eq(atomic_load(&region_fallbacks.thp), 1);
   cr_assert_eq(region_commit(&r, 5000), 0);
   cr_assert_eq(r.committed, 8192, "a base region commits base pages");
 }
@@ -342,7 +348,7 @@ Test(region, thp_refused_for_mapped_chunk) {
   cr_assert_not_null(p);
   cr_assert_eq(kind, HP_REGION_BASE);
   cr_assert_eq(len, 4 * MiB);
-  cr_assert_eq(atomic_load(&mp.fallbacks_thp), 1);
+  cr_assert_eq(atomic_load(&region_fallbacks.thp), 1);
 }
 
 Test(region, extend_in_place_advises_the_new_part) {
@@ -386,7 +392,7 @@ Test(region, hugetlb_reserve_uses_map_hugetlb) {
   cr_assert_eq(region_commit(&r, 4 * MiB), 0);
   cr_assert_eq(count_calls(OP_ADVISE, HP_ADV_POPULATE_WRITE), 1, "both huge pages populated in one call");
   cr_assert_eq(fk.n_populated, 2);
-  cr_assert_eq(atomic_load(&mp.fallbacks_hugetlb), 0);
+  cr_assert_eq(atomic_load(&region_fallbacks.hugetlb), 0);
 }
 
 /* qemu-user accepts MADV_POPULATE_WRITE and does nothing: a page that is
@@ -399,7 +405,7 @@ Test(region, hugetlb_populate_that_leaves_pages_absent_fails) {
   cr_assert_eq(r.kind, HP_REGION_HUGETLB);
   cr_assert_neq(region_commit(&r, 2 * MiB), 0, "an absent page is not committed");
   cr_assert_eq(r.committed, 0);
-  cr_assert_eq(atomic_load(&mp.fallbacks_hugetlb), 1, "counted as a hugetlb fallback");
+  cr_assert_eq(atomic_load(&region_fallbacks.hugetlb), 1, "counted as a hugetlb fallback");
 }
 
 Test(region, hugetlb_enomem_first_call_uses_thp) {
@@ -410,7 +416,7 @@ Test(region, hugetlb_enomem_first_call_uses_thp) {
   cr_assert_eq(r.kind, HP_REGION_THP);
   cr_assert_eq(r.page, 2 * MiB);
   cr_assert_eq(r.reserved, 8 * MiB);
-  cr_assert_eq(atomic_load(&mp.fallbacks_hugetlb), 1);
+  cr_assert_eq(atomic_load(&region_fallbacks.hugetlb), 1);
   cr_assert_eq(count_calls(OP_ADVISE, HP_ADV_HUGEPAGE), 1);
   long last_map = -1;
   for (long i = find_call(0, OP_MAP, -1); i >= 0; i = find_call((size_t)i + 1, OP_MAP, -1)) last_map = i;
@@ -429,7 +435,7 @@ Test(region, hugetlb_enomem_nth_call) {
   fk.hugetlb_ok = -1; /* refilled */
   cr_assert_eq(region_reserve(&r[3], 2 * MiB, 0, HP_REGION_HUGETLB), 0);
   cr_assert_eq(r[3].kind, HP_REGION_HUGETLB, "region_reserve itself retries the pool");
-  cr_assert_eq(atomic_load(&mp.fallbacks_hugetlb), 1);
+  cr_assert_eq(atomic_load(&region_fallbacks.hugetlb), 1);
 }
 
 Test(region, hugetlb_failure_backs_off_mode_kind) {
@@ -500,7 +506,7 @@ Test(region, populate_failing_midway_keeps_last_good_page) {
   expect_call((size_t)i1, OP_ADVISE, b + 2 * MiB, 2 * MiB, HP_ADV_POPULATE_WRITE);
   expect_call((size_t)i2, OP_ADVISE, b + 4 * MiB, 2 * MiB, HP_ADV_POPULATE_WRITE);
   cr_assert_eq(find_call((size_t)i2 + 1, OP_ADVISE, HP_ADV_POPULATE_WRITE), -1, "no page after the failed one");
-  cr_assert_eq(atomic_load(&mp.fallbacks_hugetlb), 1);
+  cr_assert_eq(atomic_load(&region_fallbacks.hugetlb), 1);
   /* what is committed is still usable */
   size_t n1 = fk.n;
   cr_assert_eq(region_commit(&r, 3 * MiB), 0);
@@ -725,6 +731,85 @@ Test(region, hugetlb_decommit_refused_keeps_pages) {
   cr_assert_eq(fk.n, n0 + 1);
 }
 
+/* region_discard: the whole pages of the region's page size strictly
+   inside [lo, hi) go back with DONTNEED; nothing else is called.  */
+Test(region, discard_gives_back_whole_pages_inside) {
+  fake_kernel(1, 2 * MiB, 0);
+  struct region r;
+  cr_assert_eq(region_reserve(&r, 16 * MiB, 0, HP_REGION_THP), 0);
+  cr_assert_eq(region_commit(&r, 16 * MiB), 0);
+  uintptr_t b = (uintptr_t)r.base;
+  size_t n0 = fk.n;
+  cr_assert(region_discard(&r, b + MiB, b + 7 * MiB + 5));
+  expect_call(n0, OP_ADVISE, b + 2 * MiB, 4 * MiB, HP_ADV_DONTNEED);
+  cr_assert_eq(fk.n, n0 + 1);
+  cr_assert_eq(r.committed, 16 * MiB, "a discard keeps the pages committed");
+  cr_assert_not(region_discard(&r, b + MiB, b + 3 * MiB), "no whole huge page inside");
+  cr_assert_eq(fk.n, n0 + 1, "and no call for it");
+  fk.dontneed_fails = true;
+  cr_assert_not(region_discard(&r, b, b + 4 * MiB), "the kernel refused");
+}
+
+Test(region, discard_keeps_hugetlb_pages) {
+  fake_kernel(2, 2 * MiB, 2 * MiB);
+  struct region r;
+  cr_assert_eq(region_reserve(&r, 8 * MiB, 0, HP_REGION_HUGETLB), 0);
+  cr_assert_eq(region_commit(&r, 8 * MiB), 0);
+  size_t n0 = fk.n;
+  cr_assert_not(region_discard(&r, (uintptr_t)r.base, (uintptr_t)r.base + 8 * MiB));
+  cr_assert_eq(fk.n, n0, "a dropped hugetlb page might not come back: no call");
+}
+
+/* region_hugify: a base region becomes THP (advised whole, what it holds
+   collapsed in whole huge pages); anything else is left alone.  */
+Test(region, hugify_advises_and_collapses_a_base_region) {
+  fake_kernel(1, 2 * MiB, 0);
+  struct region r;
+  cr_assert_eq(region_reserve(&r, 16 * MiB, 2 * MiB, HP_REGION_BASE), 0);
+  cr_assert_eq(region_commit(&r, 5 * MiB), 0);
+  uintptr_t b = (uintptr_t)r.base;
+  size_t n0 = fk.n;
+  errno = 1234;
+  cr_assert(region_hugify(&r));
+  cr_assert_eq(errno, 1234, "errno kept");
+  cr_assert_eq(r.kind, HP_REGION_THP);
+  cr_assert_eq(r.page, 2 * MiB);
+  expect_call(n0, OP_ADVISE, b, 16 * MiB, HP_ADV_HUGEPAGE);
+  expect_call(n0 + 1, OP_ADVISE, b, 4 * MiB, HP_ADV_COLLAPSE);
+  cr_assert_not(region_hugify(&r), "already THP");
+  cr_assert_eq(fk.n, n0 + 2);
+}
+
+Test(region, hugify_refused_stays_base) {
+  fake_kernel(1, 2 * MiB, 0);
+  struct region r;
+  cr_assert_eq(region_reserve(&r, 16 * MiB, 2 * MiB, HP_REGION_BASE), 0);
+  fk.refuse_hugepage = true;
+  cr_assert_not(region_hugify(&r));
+  cr_assert_eq(r.kind, HP_REGION_BASE);
+  cr_assert_eq(count_calls(OP_ADVISE, HP_ADV_COLLAPSE), 0);
+  fake_kernel(0, 0, 0);
+  cr_assert_eq(region_reserve(&r, MiB, 0, HP_REGION_BASE), 0);
+  size_t n0 = fk.n;
+  cr_assert_not(region_hugify(&r), "no THP on this machine");
+  cr_assert_eq(fk.n, n0);
+}
+
+/* region_remap_chunk: in place first; moving only when allowed.  */
+Test(region, remap_chunk_in_place_then_moving) {
+  fake_kernel(0, 0, 0);
+  void *base = (void *)FAKE_BASE;
+  size_t n0 = fk.n;
+  errno = 1234;
+  cr_assert_null(region_remap_chunk(base, MiB, 2 * MiB, true));
+  cr_assert_eq(errno, 1234);
+  expect_call(n0, OP_REMAP, FAKE_BASE, 2 * MiB, 0);
+  expect_call(n0 + 1, OP_REMAP, FAKE_BASE, 2 * MiB, 1);
+  n0 = fk.n;
+  cr_assert_null(region_remap_chunk(base, MiB, 2 * MiB, false));
+  cr_assert_eq(fk.n, n0 + 1, "not allowed to move: one call, in place");
+}
+
 Test(region, release_unmaps_whole_reservation) {
   fake_kernel(1, 2 * MiB, 0);
   struct region r;
@@ -768,7 +853,7 @@ Test(region, guard_kept_out_of_the_next_heap) {
 
 Test(region, map_chunk_rounds_when_waste_is_small) {
   fake_kernel(1, 2 * MiB, 0);
-  mp.huge_waste_pct = 10;
+  set_waste(10);
   size_t len = 4 * MiB - 100 * KiB; /* 2.5% waste */
   enum hp_region_kind kind;
   void *p = region_map_chunk(&len, &kind);
@@ -782,7 +867,7 @@ Test(region, map_chunk_rounds_when_waste_is_small) {
 
 Test(region, map_chunk_stays_base_when_waste_is_large) {
   fake_kernel(1, 2 * MiB, 0);
-  mp.huge_waste_pct = 10;
+  set_waste(10);
   size_t len = 2 * MiB + 512 * KiB + 1; /* 4 MiB would waste ~60% */
   enum hp_region_kind kind;
   void *p = region_map_chunk(&len, &kind);
@@ -794,7 +879,7 @@ Test(region, map_chunk_stays_base_when_waste_is_large) {
 
 Test(region, map_chunk_waste_boundary) {
   fake_kernel(1, 2 * MiB, 0);
-  mp.huge_waste_pct = 0;
+  set_waste(0);
   size_t len = 4 * MiB;
   enum hp_region_kind kind;
   cr_assert_not_null(region_map_chunk(&len, &kind));
@@ -804,7 +889,7 @@ Test(region, map_chunk_waste_boundary) {
   cr_assert_eq(kind, HP_REGION_BASE, "pct 0: any waste is too much");
   cr_assert_eq(len, 4 * MiB - 4096);
   /* 25%: 3 MiB -> 4 MiB wastes 1/3 of the request: no; 3.5 MiB -> 4 MiB: yes */
-  mp.huge_waste_pct = 25;
+  set_waste(25);
   len = 3 * MiB;
   cr_assert_not_null(region_map_chunk(&len, &kind));
   cr_assert_eq(kind, HP_REGION_BASE);
@@ -816,7 +901,7 @@ Test(region, map_chunk_waste_boundary) {
 
 Test(region, map_chunk_hugetlb_and_fallback) {
   fake_kernel(2, 2 * MiB, 2 * MiB);
-  mp.huge_waste_pct = 10;
+  set_waste(10);
   size_t len = 4 * MiB - 64 * KiB;
   enum hp_region_kind kind;
   void *p = region_map_chunk(&len, &kind);
@@ -833,7 +918,7 @@ Test(region, map_chunk_hugetlb_and_fallback) {
   cr_assert_not_null(p);
   cr_assert_eq(kind, HP_REGION_THP);
   cr_assert_eq(len, 4 * MiB);
-  cr_assert_eq(atomic_load(&mp.fallbacks_hugetlb), 1);
+  cr_assert_eq(atomic_load(&region_fallbacks.hugetlb), 1);
 }
 
 Test(region, map_chunk_failure_is_enomem) {
@@ -914,7 +999,7 @@ Test(region, dry_hugetlb_pool_main_heap_falls_back) {
   memset(p, 1, 100);
   cr_assert_not_null(main_arena.heap);
   cr_assert_neq(main_arena.heap->reg.kind, HP_REGION_HUGETLB);
-  cr_assert_geq(atomic_load(&mp.fallbacks_hugetlb), 1);
+  cr_assert_geq(atomic_load(&region_fallbacks.hugetlb), 1);
   cr_assert_eq(hpmalloc_check_heap(), 0);
 }
 
@@ -943,7 +1028,7 @@ Test(region, dry_hugetlb_pool_thread_arena_falls_back) {
   cr_assert_eq(pthread_join(th, NULL), 0);
   cr_assert_not_null(s.p);
   cr_assert_geq(count_calls(OP_ADVISE, HP_ADV_POPULATE_WRITE), 1, "the hugetlb heap was tried");
-  cr_assert_geq(atomic_load(&mp.fallbacks_hugetlb), 1);
+  cr_assert_geq(atomic_load(&region_fallbacks.hugetlb), 1);
   cr_assert_neq(s.ar, &main_arena, "the thread got no arena of its own: heap_new did not fall back from hugetlb");
   cr_assert_eq(s.kind, HP_REGION_THP);
   cr_assert_eq(hpmalloc_check_heap(), 0);
@@ -975,8 +1060,10 @@ static long anon_huge_kb(uintptr_t lo, uintptr_t hi) {
 Test(region, live_thp_region_gets_huge_pages) {
   if (!thp_available()) cr_skip_test("THP is not available (transparent_hugepage/enabled)");
   hp_ensure_init();
-  mp.hugetlb_mode = 1;
-  mp.thp_size = 2 * MiB;
+  struct region_policy pol = *region_get_policy();
+  pol.mode = 1;
+  pol.thp_size = 2 * MiB;
+  region_set_policy(&pol);
   struct region r;
   cr_assert_eq(region_reserve(&r, 8 * MiB, 0, HP_REGION_THP), 0);
   cr_assert_eq(r.kind, HP_REGION_THP, "MADV_HUGEPAGE accepted");

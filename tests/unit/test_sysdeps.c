@@ -311,8 +311,8 @@ Test (probe, every_fixture_is_consistent)
       struct hp_sysinfo si;
       probe_fixture (names[i], &si);
       assert_sizes_ascending (&si);
-      cr_assert (hp_pl_is_pow2 (si.base_page), "%s", names[i]);
-      cr_assert (si.thp_pmd_size == 0 || hp_pl_is_pow2 (si.thp_pmd_size), "%s", names[i]);
+      cr_assert (is_pow2 (si.base_page), "%s", names[i]);
+      cr_assert (si.thp_pmd_size == 0 || is_pow2 (si.thp_pmd_size), "%s", names[i]);
       cr_assert (si.thp == HP_THP_UNSUPPORTED || si.thp_pmd_size > si.base_page, "%s", names[i]);
       cr_assert (si.hugetlb_default == 0 || has_size (&si, si.hugetlb_default), "%s", names[i]);
     }
@@ -691,8 +691,8 @@ assert_placement_sane (const struct hp_sysinfo *si, const struct hp_placement *p
 
   cr_assert_lt (dl, sizeof pl->desc, "desc is NUL-terminated");
   cr_assert_gt (dl, 10);
-  cr_assert (hp_pl_is_pow2 (pl->align) && pl->align >= hp_pl_base_page (si), "align %zx", pl->align);
-  cr_assert (hp_pl_is_pow2 (pl->huge_align) && pl->huge_align >= pl->align / 1024);
+  cr_assert (is_pow2 (pl->align) && pl->align >= hp_pl_base_page (si), "align %zx", pl->align);
+  cr_assert (is_pow2 (pl->huge_align) && pl->huge_align >= pl->align / 1024);
   cr_assert_eq (pl->hint % pl->align, 0);
   cr_assert_eq (pl->huge_hint % pl->huge_align, 0);
   cr_assert (pl->limit == 0 || pl->hint < pl->limit);

@@ -14,7 +14,8 @@
 
 #include "hpmalloc.h"
 #include "hpt_api.h"
-#include "internal.h"
+#include "arena.h"
+#include "tcache.h"
 #include "unit_helpers.h"
 
 /* ================================================================ helpers */

@@ -12,7 +12,8 @@
 #include <unistd.h>
 
 #include "hpmalloc.h"
-#include "internal.h"
+#include "arena.h"
+#include "check.h"
 
 /* Check every arena with the validator, and through the public call.  */
 __attribute__((unused)) static void check_all_arenas(void) {

@@ -11,11 +11,11 @@ void hp_placement_generic(const struct hp_sysinfo *si, struct hp_placement *pl) 
   size_t base = hp_pl_base_page(si);
   uint64_t align = base;
 
-  if (hp_pl_is_pow2(si->thp_pmd_size)) align = hp_pl_max(align, si->thp_pmd_size);
+  if (is_pow2(si->thp_pmd_size)) align = hp_pl_max(align, si->thp_pmd_size);
   hp_pl_clear(pl, base);
   pl->align = align;
   pl->huge_align = align;
-  if (hp_pl_is_pow2(si->hugetlb_default)) pl->huge_align = hp_pl_max(align, si->hugetlb_default);
+  if (is_pow2(si->hugetlb_default)) pl->huge_align = hp_pl_max(align, si->hugetlb_default);
   hp_pl_desc(pl, "generic: heap aligned to ");
   hp_pl_desc_size(pl, align);
   hp_pl_desc(pl, ", hint none, no limit");

@@ -52,7 +52,6 @@ static int path_join(char *out, const char *a, const char *b, const char *c, con
   return 0;
 }
 
-static inline int is_pow2(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
 
 /* Read a file holding one decimal number (and a newline).  Returns 0 with
    *out set, or -1 when missing or not just a number.  */

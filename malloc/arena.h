@@ -1,0 +1,109 @@
+/* arena.h: heaps and arenas, which thread uses which, and the arena lock
+ * discipline (arena.c).  Includes: hp_base.h, chunk.h, lock.h, params.h,
+ * region.h, tcache.h.
+ *
+ * Locks: each arena's lock guards everything in it; hp_list_lock guards
+ * the list of arenas and the free list.  Lock order: stdio's list lock,
+ * then hp_list_lock, then arenas in ring order (only fork takes more than
+ * one arena lock).  */
+#ifndef HP_ARENA_H
+#define HP_ARENA_H
+
+#include <pthread.h>
+
+#include "chunk.h"
+#include "hp_base.h"
+#include "lock.h"
+#include "params.h"
+#include "region.h"
+#include "tcache.h"
+
+/* A heap: one region holding chunks of one arena.  Non-main heaps are
+   aligned to heap_max so a chunk finds its heap by masking its address.  */
+struct heap {
+  struct arena *ar;    /* owner */
+  struct heap *prev;   /* older heap of the same arena, or NULL */
+  struct region reg;   /* the address space */
+  struct chunk *first; /* the heap's first chunk */
+  struct chunk *fence; /* when sealed (not the arena's current heap): the fencepost chunk */
+};
+
+struct arena {
+  hp_lock_t lock;
+  /* Everything below is guarded by lock.  */
+  struct chunk *fastbins[NFASTBINS]; /* pushed without the lock (atomics), popped with it */
+  struct chunk *top;
+  struct chunk *last_remainder;
+  struct chunk bins[NBINS]; /* bin headers: only fd and bk are used */
+  unsigned binmap[BINMAPSIZE];
+  bool have_fastchunks; /* set without the lock, cleared with it (atomics) */
+  struct heap *heap;    /* current heap (holds top) */
+  size_t system_mem;    /* committed bytes in this arena's heaps */
+  size_t max_system_mem;
+  size_t n_heaps;
+  size_t bytes_thp, bytes_hugetlb; /* committed bytes by kind */
+  int index;                       /* 0 = main arena */
+  /* Guarded by hp_list_lock: */
+  struct arena *next;      /* all arenas, a ring starting at the main arena (see arena_next) */
+  struct arena *next_free; /* arenas with no attached thread */
+  size_t attached_threads;
+};
+
+extern struct arena main_arena HP_INTERNAL;
+extern pthread_mutex_t hp_list_lock HP_INTERNAL;
+
+/* The arenas form a ring that starts at the main arena.  A new arena is
+   linked in right after the main arena, with a release store, once it is
+   wholly set up, and no arena is ever unlinked; so a walk with acquire
+   loads needs no lock and sees only initialised arenas (it may miss one
+   created meanwhile).  Walk them as
+     for (struct arena *ar = &main_arena; ar; ar = arena_next(ar))  */
+static inline struct arena *arena_next(const struct arena *ar) {
+  struct arena *n = __atomic_load_n(&ar->next, __ATOMIC_ACQUIRE);
+  return n == &main_arena ? NULL : n;
+}
+
+static inline struct heap *heap_for_ptr(const void *p) {
+  return (struct heap *)((uintptr_t)p & ~(uintptr_t)(mp.heap_max - 1));
+}
+static inline struct arena *arena_for_chunk(const struct chunk *c) {
+  return chunk_main_arena(c) ? &main_arena : heap_for_ptr(c)->ar;
+}
+static inline struct chunk *bin_at(struct arena *ar, unsigned i) { return &ar->bins[i]; }
+static inline size_t arena_flag(const struct arena *ar) { return ar == &main_arena ? 0 : NON_MAIN_ARENA; }
+
+/* No locking while the process has one thread (as glibc); and while a
+   thread forks it holds every lock, so a malloc from an atfork handler of
+   that thread must not take them again.  */
+static inline bool arena_needs_lock(void) { return !hp_single_threaded() && !hp_self.in_fork; }
+static inline void arena_lock(struct arena *ar) {
+  if (arena_needs_lock()) hp_lock(&ar->lock);
+}
+static inline void arena_unlock(struct arena *ar) {
+  if (arena_needs_lock()) hp_unlock(&ar->lock);
+}
+/* The same for hot paths: decide once, pass the answer to the unlock.  */
+static inline bool arena_lock_if_needed(struct arena *ar) {
+  bool lk = arena_needs_lock();
+  if (lk) hp_lock(&ar->lock);
+  return lk;
+}
+static inline void arena_unlock_if(struct arena *ar, bool lk) {
+  if (lk) hp_unlock(&ar->lock);
+}
+
+/* The calling thread's arena, bound on its first call.  */
+HP_INTERNAL struct arena *arena_get(void);
+static inline struct arena *arena_of_thread(void) {
+  struct arena *ar = hp_self.arena;
+  return HP_LIKELY(ar != NULL) ? ar : arena_get();
+}
+/* ar could not serve a request: another arena to try, or NULL.  */
+HP_INTERNAL struct arena *arena_retry(const struct arena *ar);
+HP_INTERNAL void arena_thread_detach(void);
+HP_INTERNAL void arena_thread_register(void);
+HP_INTERNAL void arena_init_struct(struct arena *ar, int index);
+/* Start-up phase 2: fork handlers and the thread-exit key.  */
+HP_INTERNAL void arena_fork_setup(void);
+
+#endif

@@ -1,0 +1,28 @@
+/* bins.h: an arena's free lists and the core of malloc and free (bins.c).
+ * Unless a function says otherwise, the caller holds the arena's lock
+ * (or the process has one thread).  Includes: arena.h.  */
+#ifndef HP_BINS_H
+#define HP_BINS_H
+
+#include "arena.h"
+
+HP_INTERNAL void arena_bins_init(struct arena *ar);
+
+/* Serve `bytes` from ar.  NULL with errno ENOMEM when neither the bins nor
+   the system can.  */
+HP_INTERNAL void *int_malloc(struct arena *ar, size_t bytes);
+/* Free in-use chunk c of ar: takes the lock itself when needed.  */
+HP_INTERNAL void int_free(struct arena *ar, struct chunk *c);
+HP_INTERNAL void int_free_locked(struct arena *ar, struct chunk *c);
+/* Free without trimming (top.c seals a heap with it).  */
+HP_INTERNAL void int_free_no_trim(struct arena *ar, struct chunk *c);
+/* Push a chunk of at most max_fast bytes on its fastbin: needs no lock.  */
+HP_INTERNAL void fastbin_push(struct arena *ar, struct chunk *p);
+HP_INTERNAL void malloc_consolidate(struct arena *ar);
+HP_INTERNAL void *int_realloc(struct arena *ar, struct chunk *old, size_t oldsize, size_t nb);
+HP_INTERNAL void *int_memalign(struct arena *ar, size_t alignment, size_t bytes);
+HP_INTERNAL void unlink_chunk(struct arena *ar, struct chunk *c);
+/* Serve nb from the top chunk when it can keep MINSIZE; else NULL.  */
+HP_INTERNAL void *top_take(struct arena *ar, size_t nb);
+
+#endif

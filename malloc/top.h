@@ -1,0 +1,28 @@
+/* top.h: growing and trimming an arena's heaps (top.c).  The caller holds
+ * the arena's lock (or the process has one thread).  Includes: arena.h.  */
+#ifndef HP_TOP_H
+#define HP_TOP_H
+
+#include "arena.h"
+
+/* The top chunk cannot serve nb: get memory from the system.  Memory for
+   the request (possibly a chunk mapped on its own), or NULL with errno
+   ENOMEM.  */
+HP_INTERNAL void *sys_grow(struct arena *ar, size_t nb);
+/* Release memory at the end of top beyond pad bytes, and heaps that are
+   wholly free.  1 when something was released.  */
+HP_INTERNAL int sys_trim(struct arena *ar, size_t pad);
+/* malloc_trim for one arena: consolidate, trim top, and give back the
+   whole pages inside free chunks.  1 when something was released.  */
+HP_INTERNAL int arena_trim(struct arena *ar, size_t pad);
+/* Free chunk c may span a whole sealed heap: release that heap.  */
+HP_INTERNAL void heap_release_drained(struct arena *ar, struct chunk *c);
+/* An arena's first heap, with `extra` bytes of room beyond the headers.  */
+HP_INTERNAL int heap_create_first(struct arena *ar, struct heap **out, size_t extra);
+/* Make the free space of heap h, from `first`, the arena's top.  */
+HP_INTERNAL void heap_attach_arena_top(struct arena *ar, struct heap *h, char *first);
+/* mallopt(HPMALLOC_M_HUGETLB) switched to THP: advise and collapse ar's
+   base-page heaps.  */
+HP_INTERNAL void arena_hugify(struct arena *ar);
+
+#endif
