@@ -35,10 +35,15 @@ struct hpmalloc_stats {
   size_t n_mmapped;         /* chunks currently mapped directly */
   int hugetlb_mode;         /* mode in force: 0, 1 (THP) or 2 (hugetlbfs) */
   size_t huge_page_size;    /* huge page size in use (0 in mode 0) */
+  /* since 0.2.0 (a caller built with 0.1.0 passes the smaller size and gets the fields above) */
+  size_t bytes_cached; /* bytes in the threads' caches: free, counted in bytes_free, not in bytes_in_use */
+  size_t n_cached;     /* chunks in the threads' caches */
 };
 
-/* Fill *st (of size `size`, normally sizeof *st) with a consistent snapshot.
-   Returns 0, or -1 with errno EINVAL when st is NULL or size is too small.  */
+/* Fill *st (of size `size`, normally sizeof *st) with a consistent snapshot;
+   st->version says how many bytes were filled (a struct from an older
+   header gets the fields it has).  Returns 0, or -1 with errno EINVAL when
+   st is NULL or size is smaller than 0.1.0's struct.  */
 int hpmalloc_stats(struct hpmalloc_stats *st, size_t size);
 
 /* Walk every arena and check every chunk's boundary tags, bins and counters.

@@ -202,7 +202,7 @@ void arena_thread_detach(void) {
 static void thread_exit(void *arg) {
   (void)arg;
   if (hp_self.state != HP_THREAD_ACTIVE) return;
-  tcache_flush();
+  tcache_thread_end();
   arena_thread_detach();
   hp_self.state = HP_THREAD_DONE;
 }
@@ -239,6 +239,7 @@ static void fork_child(void) {
       free_list = ar;
     }
   }
+  tcache_fork_child();
   pthread_mutex_init(&hp_list_lock, NULL);
   /* glibc's fork reset stdio's list lock in the child already */
 }

@@ -81,6 +81,23 @@ static void unsorted_push(struct arena *ar, struct chunk *p, size_t size) {
   fwd->bk = p;
 }
 
+/* While the thread refills its cache's bin for nb (tcache.c), carve more
+   chunks of nb off the front of free space `*rem` of `rsize` bytes, which
+   follows an in-use chunk; leaves at least MINSIZE.  The bytes left.  */
+static size_t carve_for_cache(struct arena *ar, struct chunk **rem, size_t rsize, size_t nb) {
+  if (HP_LIKELY(!hp_self.filling)) return rsize;
+  size_t tidx = tcache_bin_of(nb);
+  if (tidx == TC_BINS) return rsize;
+  while (rsize >= nb + MINSIZE && tcache_room(tidx)) {
+    struct chunk *c = *rem;
+    set_head(c, nb | PREV_INUSE | arena_flag(ar));
+    tcache_put(c, tidx);
+    *rem = chunk_at(c, nb);
+    rsize -= nb;
+  }
+  return rsize;
+}
+
 /* Split chunk v (already unlinked, of size `size`) to serve nb; the
    remainder, if any, goes to the unsorted bin.  */
 static void *take_chunk(struct arena *ar, struct chunk *v, size_t size, size_t nb, bool remember) {
@@ -92,6 +109,7 @@ static void *take_chunk(struct arena *ar, struct chunk *v, size_t size, size_t n
   }
   struct chunk *rem = chunk_at(v, nb);
   set_head(v, nb | PREV_INUSE | arena_flag(ar));
+  rsize = carve_for_cache(ar, &rem, rsize, nb);
   set_head(rem, rsize | PREV_INUSE);
   set_foot(rem, rsize);
   unsorted_push(ar, rem, rsize);
@@ -136,6 +154,7 @@ static struct chunk *coalesce(struct arena *ar, struct chunk *p, size_t size) {
 void malloc_consolidate(struct arena *ar) {
   __atomic_store_n(&ar->have_fastchunks, false, __ATOMIC_RELAXED);
   for (unsigned i = 0; i < NFASTBINS; i++) {
+    if (!__atomic_load_n(&ar->fastbins[i], __ATOMIC_RELAXED)) continue;
     struct chunk *p = __atomic_exchange_n(&ar->fastbins[i], NULL, __ATOMIC_ACQUIRE);
     while (p) {
       if (!aligned_ok((uintptr_t)chunk2mem(p))) hp_fatal("malloc_consolidate(): unaligned fastbin chunk detected");
@@ -261,8 +280,7 @@ static void stash_fast(struct arena *ar, unsigned idx, size_t nb) {
   size_t tidx = csize2tidx(nb);
   if (tidx >= mp.tcache_bins) return;
   struct chunk *c;
-  while (hp_self.counts[tidx] < hp_self.limit &&
-         (c = fastbin_pop(ar, idx, "malloc(): unaligned fastbin chunk detected 3")) != NULL)
+  while (tcache_room(tidx) && (c = fastbin_pop(ar, idx, "malloc(): unaligned fastbin chunk detected 3")) != NULL)
     tcache_put(c, tidx);
 }
 
@@ -295,7 +313,7 @@ static void *from_smallbin(struct arena *ar, size_t nb) {
   size_t tidx = csize2tidx(nb);
   if (tidx < mp.tcache_bins) {
     struct chunk *c;
-    while (hp_self.counts[tidx] < hp_self.limit && (c = smallbin_pop(ar, bin)) != NULL) tcache_put(c, tidx);
+    while (tcache_room(tidx) && (c = smallbin_pop(ar, bin)) != NULL) tcache_put(c, tidx);
   }
   return chunk2mem(v);
 }
@@ -364,8 +382,8 @@ enum { UNSORTED_MAX_ITERS = 10000 };
 static void *process_unsorted(struct arena *ar, size_t nb, size_t *cached) {
   struct chunk *ub = unsorted(ar);
   if (ub->bk == ub) return NULL; /* empty: nothing to sort */
-  size_t tidx = csize2tidx(nb);
-  bool can_cache = tidx < mp.tcache_bins && hp_self.limit > 0;
+  size_t tidx = tcache_bin_of(nb);
+  bool can_cache = tidx != TC_BINS && hp_self.on;
   size_t processed = 0;
   struct chunk *v;
   while ((v = ub->bk) != ub) {
@@ -381,7 +399,7 @@ static void *process_unsorted(struct arena *ar, size_t nb, size_t *cached) {
     if (size == nb) {
       set_inuse_at(v, size);
       v->size |= arena_flag(ar);
-      if (can_cache && hp_self.counts[tidx] < hp_self.limit) {
+      if (can_cache && tcache_room(tidx)) {
         tcache_put(v, tidx);
         ++*cached;
       } else {
@@ -461,10 +479,14 @@ void *top_take(struct arena *ar, size_t nb) {
 void *int_malloc(struct arena *ar, size_t bytes) {
   size_t nb = request2size(bytes);
   void *m;
-  if (nb <= mp.max_fast && (m = from_fastbin(ar, nb)) != NULL) return m;
+  if (nb <= FASTBIN_MAX_CHUNK && (m = from_fastbin(ar, nb)) != NULL) return m;
   if (in_smallbin_range(nb)) {
     if ((m = from_smallbin(ar, nb)) != NULL) return m;
-  } else if (have_fast(ar)) {
+  } else if (nb > TC_MAX_CHUNK && have_fast(ar)) {
+    /* merge what the fastbins hold before a request above the cache's
+       classes looks for a large chunk (glibc does it for every large
+       request; the cache's classes consolidate only when nothing else
+       can serve them, below) */
     malloc_consolidate(ar);
   }
   for (;;) {

@@ -119,10 +119,15 @@ static inline unsigned bin_index(size_t sz) {
 
 /* ------------------------------------------------------------------ fastbins
  * Singly linked LIFO lists of small chunks, kept "in use" so they do not
- * coalesce until malloc_consolidate runs.  */
+ * coalesce until malloc_consolidate runs.  free() puts chunks up to
+ * max_fast there (glibc.malloc.mxfast, at most MAX_FAST_SIZE); a thread's
+ * cache that gives chunks back in a batch puts every size up to
+ * FASTBIN_MAX_CHUNK there, so that the next refill, of this thread or the
+ * owner's, takes them back by the batch without splitting or merging.  */
 enum {
   MAX_FAST_SIZE = 80 * sizeof(size_t) / 4, /* largest mxfast a user may set (160 on 64-bit) */
-  NFASTBINS = ((MAX_FAST_SIZE + SIZE_SZ + HP_ALIGN_MASK) & ~HP_ALIGN_MASK) / 16 - 1, /* 10 */
+  FASTBIN_MAX_CHUNK = 1040,                /* the largest chunk of a small cache bin (tcache.h) */
+  NFASTBINS = FASTBIN_MAX_CHUNK / 16 - 1,  /* 64 */
   FASTBIN_CONSOLIDATION_THRESHOLD = 65536,
 };
 

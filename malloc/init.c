@@ -47,6 +47,8 @@ _Atomic int hp_initialized;
 
 static const size_t DEFAULT_HEAP_MAX = (size_t)64 << 20;
 
+_Static_assert(TC_MAX_CHUNK - SIZE_SZ == 32760, "tunables.c's range for glibc.malloc.tcache_max");
+
 static bool tunable_set(const struct hp_tunable_values *tv, enum hp_tunable_id id) { return tv->set_mask & (1u << id); }
 
 static bool hugetlb_size_listed(size_t sz) {
@@ -126,12 +128,11 @@ void hp_apply_tunables(const struct hp_tunable_values *tv) {
   mp.arena_max = (size_t)v[HP_T_ARENA_MAX];
   mp.max_fast = ((size_t)v[HP_T_MXFAST] + SIZE_SZ) & ~(size_t)HP_ALIGN_MASK;
   mp.perturb = (int)v[HP_T_PERTURB];
-  size_t tmax = (size_t)v[HP_T_TCACHE_MAX];
-  size_t bins = tmax > tidx2usize(TCACHE_MAX_BINS - 1) ? TCACHE_MAX_BINS : csize2tidx(request2size(tmax)) + 1;
-  if (bins > TCACHE_MAX_BINS) bins = TCACHE_MAX_BINS;
-  mp.tcache_bins = bins;
-  mp.tcache_max_bytes = bins ? tidx2usize(bins - 1) : 0;
+  mp.tcache_max_bytes = (size_t)v[HP_T_TCACHE_MAX];
   mp.tcache_count = (size_t)v[HP_T_TCACHE_COUNT];
+  mp.tcache_fixed = tunable_set(tv, HP_T_TCACHE_COUNT);
+  mp.tcache_bytes = (size_t)v[HP_T_TCACHE_BYTES];
+  tcache_configure();
   mp.tcache_unsorted_limit = (size_t)v[HP_T_TCACHE_UNSORTED_LIMIT];
   struct region_policy pol = { .page = mp.page, .huge_waste_pct = (size_t)v[HP_T_HUGE_WASTE] };
   mp.mode_reason = resolve_mode(&pol, v[HP_T_HUGETLB], v[HP_T_HUGETLB_SIZE]);
@@ -174,7 +175,7 @@ static void init_phase1(void) {
   atomic_store_explicit(&mp.n_arenas, 1, memory_order_relaxed);
   hp_self.arena = &main_arena;
   tcache_thread_start();
-  hp_tc_max_request = hp_self.limit ? mp.tcache_max_bytes : 0;
+  hp_tc_max_request = hp_self.on ? tidx2usize(mp.tcache_bins - 1) : 0;
   verbose = tv.val[HP_T_VERBOSE] != 0;
 }
 

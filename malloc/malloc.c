@@ -119,23 +119,37 @@ static bool alloc_prepare(size_t n) {
   return true;
 }
 
-static void *alloc_core_no_cache(size_t n) { return alloc_prepare(n) ? alloc_from_arena(n) : NULL; }
-
-/* Allocate n bytes: tcache, then an arena.  No valgrind marking.  */
-static void *alloc_core(size_t n) {
-  if (!alloc_prepare(n)) return NULL;
-  size_t tidx = csize2tidx(request2size(n));
-  if (tidx < mp.tcache_bins && hp_self.entries[tidx]) return tcache_get(tidx);
-  return alloc_from_arena(n);
+/* Allocate n bytes (in range) for an active thread: its cache's bin, which
+   a miss refills, or, for a size no bin takes, its arena.  */
+static void *alloc_cached(size_t n) {
+  size_t nb = request2size(n), tidx = tcache_class(&nb);
+  if (tidx == TC_BINS || !hp_self.on) return alloc_from_arena(nb - SIZE_SZ); /* a large class's size all the same */
+  if (!hp_self.bins[tidx].head) return tcache_refill(tidx, nb);
+  void *m = tcache_get(tidx);
+  /* off the inline path, a cheap look at the header: a write past the end
+     of the block before it, or into the freed block's header, shows here */
+  if (HP_UNLIKELY(chunksize(mem2chunk(m)) != nb)) hp_fatal("malloc(): memory corruption (tcache)");
+  return m;
 }
 
-static void *malloc_slow(size_t n) {
-  /* the common case: an initialised thread whose cache had nothing (malloc
-     looked already) goes straight to its arena */
+
+/* Allocate n bytes: the cache, then an arena.  No valgrind marking.  */
+static void *alloc_core(size_t n) { return alloc_prepare(n) ? alloc_cached(n) : NULL; }
+
+/* Allocate n bytes, as alloc_core, for calloc: glibc's fixed tcache
+   (tcache_count set) serves calloc from the arena only, as glibc 2.36.  */
+static void *alloc_for_calloc(size_t n) {
+  if (!mp.tcache_fixed) return alloc_core(n);
+  return alloc_prepare(n) ? alloc_from_arena(n) : NULL;
+}
+
+/* Not inlined: malloc's fast path stays a leaf that ends in a jump here.  */
+__attribute__((noinline)) static void *malloc_slow(size_t n) {
+  /* the common case: an initialised thread whose small bin was empty
+     (malloc looked already), or a larger request */
   if (HP_LIKELY(!hp_vg && hp_self.state == HP_THREAD_ACTIVE && !hopeless(n) &&
                 atomic_load_explicit(&hp_initialized, memory_order_relaxed) == 2)) {
-    void *p =
-        (n <= hp_tc_max_request || csize2tidx(request2size(n)) >= mp.tcache_bins) ? alloc_from_arena(n) : alloc_core(n);
+    void *p = alloc_cached(n);
     if (p && HP_UNLIKELY(mp.perturb) && !chunk_is_mmapped(mem2chunk(p))) perturb_alloc(p, n);
     return p;
   }
@@ -147,6 +161,42 @@ static void *malloc_slow(size_t n) {
   return p;
 }
 
+/* A chunk whose small bin free's fast path could not use: it carries the
+   key (a double free, or a coincidence), or the bin is full.  */
+__attribute__((noinline)) static void free_small_slow(struct chunk *c, size_t tidx) {
+  struct tc_entry *e = (struct tc_entry *)chunk2mem(c);
+  if (e->key == hp_tcache_key) tcache_double_free_scan(e, tidx);
+  if (hp_self.bins[tidx].count < hp_self.bins[tidx].cap) {
+    tcache_check_neighbours(c);
+    tcache_put(c, tidx);
+  } else {
+    tcache_overflow(c, tidx);
+  }
+}
+
+/* Free in-use heap chunk c of `size` (checked): into its bin of the cache,
+   for the sizes free's inline path leaves (large classes, a full bin),
+   else into its arena.  */
+__attribute__((noinline)) static void free_to_cache_or_arena(struct chunk *c, size_t size) {
+  size_t tidx = tcache_bin_of(size);
+  if (tidx == TC_BINS || !hp_self.on) {
+    if (size <= mp.max_fast)
+      fastbin_push(arena_for_chunk(c), c); /* no lock */
+    else
+      int_free(arena_for_chunk(c), c);
+    return;
+  }
+  /* a cached chunk carries the key, whether or not this bin has room */
+  struct tc_entry *e = (struct tc_entry *)chunk2mem(c);
+  if (HP_UNLIKELY(e->key == hp_tcache_key)) tcache_double_free_scan(e, tidx);
+  if (hp_self.bins[tidx].count < hp_self.bins[tidx].cap) {
+    tcache_check_neighbours(c);
+    tcache_put(c, tidx);
+  } else {
+    tcache_overflow(c, tidx);
+  }
+}
+
 /* Free chunk c (not NULL, checked for alignment and wrap).  */
 static void free_core(struct chunk *c) {
   size_t size = chunksize(c);
@@ -156,16 +206,7 @@ static void free_core(struct chunk *c) {
   }
   if (HP_UNLIKELY(size < MINSIZE || (size & HP_ALIGN_MASK))) hp_fatal("free(): invalid size");
   if (HP_UNLIKELY(hp_self.state == HP_THREAD_NEW)) tcache_thread_start();
-  size_t tidx = csize2tidx(size);
-  if (tidx < mp.tcache_bins && hp_self.limit) {
-    struct tc_entry *e = (struct tc_entry *)chunk2mem(c);
-    if (HP_UNLIKELY(e->key == hp_tcache_key)) tcache_double_free_scan(e, tidx);
-    if (hp_self.counts[tidx] < hp_self.limit) {
-      tcache_put(c, tidx);
-      return;
-    }
-  }
-  int_free(arena_for_chunk(c), c);
+  free_to_cache_or_arena(c, size);
 }
 
 static inline void check_pointer(const struct chunk *c, size_t size, const char *msg) {
@@ -173,7 +214,7 @@ static inline void check_pointer(const struct chunk *c, size_t size, const char 
 }
 
 /* errno is kept by the layers below (region.c saves it around the kernel).  */
-static void free_slow(void *p) {
+__attribute__((noinline)) static void free_slow(void *p) {
   hp_ensure_init();
   struct chunk *c = mem2chunk(p);
   vg_enter();
@@ -190,16 +231,16 @@ static void free_slow(void *p) {
 HP_EXPORT void *HP_API(malloc)(size_t n) {
   if (HP_LIKELY(n <= hp_tc_max_request)) {
     size_t tidx = csize2tidx(request2size(n));
-    if (HP_LIKELY(hp_self.entries[tidx] != NULL)) return tcache_get(tidx);
+    if (HP_LIKELY(hp_self.bins[tidx].head != NULL)) return tcache_get(tidx);
   }
   return malloc_slow(n);
 }
 
 HP_EXPORT void HP_API(free)(void *p) {
   if (HP_UNLIKELY(!p)) return;
-  /* limit is 0 before the thread's first call and under valgrind, where the
-     header must not be read before error reporting is off */
-  if (HP_LIKELY(hp_self.limit != 0)) {
+  /* the cache is off before the thread's first call and under valgrind,
+     where the header must not be read before error reporting is off */
+  if (HP_LIKELY(hp_self.on)) {
     struct chunk *c = mem2chunk(p);
     size_t head = c->size;
     if (HP_LIKELY(!(head & IS_MMAPPED))) {
@@ -208,18 +249,18 @@ HP_EXPORT void HP_API(free)(void *p) {
       if (HP_UNLIKELY(size < MINSIZE || (size & HP_ALIGN_MASK))) hp_fatal("free(): invalid size");
       size_t tidx = csize2tidx(size);
       if (HP_LIKELY(tidx < mp.tcache_bins)) {
-        /* a cached chunk carries the key, whether or not this bin has room */
-        struct tc_entry *e = (struct tc_entry *)p;
-        if (HP_UNLIKELY(e->key == hp_tcache_key)) tcache_double_free_scan(e, tidx);
-        if (HP_LIKELY(hp_self.counts[tidx] < hp_self.limit)) {
+        /* a cached chunk carries the key, whether or not this bin has room;
+           a chunk its arena holds free says so in its next chunk's header */
+        const struct tc_entry *e = (const struct tc_entry *)p;
+        const struct tc_bin *b = &hp_self.bins[tidx];
+        if (HP_LIKELY(e->key != hp_tcache_key && b->count < b->cap && inuse_at(c, size))) {
           tcache_put(c, tidx);
           return;
         }
+        free_small_slow(c, tidx);
+        return;
       }
-      if (size <= mp.max_fast)
-        fastbin_push(arena_for_chunk(c), c); /* no lock */
-      else
-        int_free(arena_for_chunk(c), c);
+      free_to_cache_or_arena(c, size);
       return;
     }
   }
@@ -244,8 +285,7 @@ HP_EXPORT void *HP_API(calloc)(size_t n, size_t size) {
     return NULL;
   }
   vg_enter();
-  /* like glibc, calloc takes memory from the arena, not the tcache */
-  void *p = alloc_core_no_cache(bytes);
+  void *p = alloc_for_calloc(bytes);
   /* a chunk mapped on its own is fresh from the kernel, hence zero */
   if (p && !chunk_is_mmapped(mem2chunk(p))) memset(p, 0, bytes);
   vg_leave();
@@ -320,6 +360,7 @@ HP_EXPORT void *HP_API(realloc)(void *p, size_t n) {
     return NULL;
   }
   size_t nb = request2size(n);
+  (void)tcache_class(&nb); /* a large class's size, so the chunk can be cached when freed */
   void *q = chunk_is_mmapped(c) ? realloc_mapped(c, p, n, nb) : realloc_heap(c, p, n, nb);
   if (!q) errno = ENOMEM;
   return q;
@@ -422,9 +463,8 @@ HP_EXPORT int HP_API(malloc_trim)(size_t pad) {
   hp_ensure_init();
   int saved = errno, released = 0;
   vg_enter();
-  tcache_flush();
+  tcache_reset(); /* the calling thread's cache; the others' stay theirs */
   vg_leave();
-  hp_self.limit = hp_vg ? 0 : (hp_self.state == HP_THREAD_ACTIVE ? mp.tcache_count : 0);
   for (struct arena *ar = &main_arena; ar; ar = arena_next(ar)) {
     arena_lock(ar);
     vg_enter();

@@ -30,9 +30,12 @@ struct hp_params {
   size_t arena_max;
   size_t max_fast; /* largest fastbin chunk size (0 disables) */
   int perturb;
-  size_t tcache_max_bytes;
-  size_t tcache_bins;
-  size_t tcache_count;
+  size_t tcache_max_bytes;  /* largest request the per-thread cache takes (glibc.malloc.tcache_max) */
+  size_t tcache_bins;       /* small bins in use (tcache.h) */
+  size_t tcache_large_bins; /* large bins in use */
+  size_t tcache_count;      /* glibc.malloc.tcache_count: every bin's cap when tcache_fixed */
+  bool tcache_fixed;        /* tcache_count was set: fixed caps, as glibc; else caps adapt */
+  size_t tcache_bytes;      /* hpmalloc.tcache_bytes: what one thread's caps may add up to */
   size_t tcache_unsorted_limit;
   const char *mode_reason; /* why the huge-page mode resolved as it did */
   size_t heap_max;         /* size and alignment of non-main heaps (power of two) */

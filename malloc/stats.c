@@ -11,6 +11,7 @@
 
 #include "hpmalloc.h"
 #include "arena.h"
+#include "tcache.h"
 #include "track.h"
 
 /* Per-bin figures for malloc_info.  */
@@ -69,9 +70,12 @@ static void collect(struct arena *ar, struct hp_arena_stats *st, struct bin_line
 
 void arena_collect(struct arena *ar, struct hp_arena_stats *st) { collect(ar, st, NULL, NULL); }
 
+/* Every arena summed, and every thread's cache: cached chunks are free
+   chunks (the arenas count them in use).  */
 struct totals {
   struct hp_arena_stats sum;
   size_t max_system;
+  size_t cached_count, cached_bytes;
 };
 
 /* Add one arena's figures to a sum (top: only the main arena's counts,
@@ -97,6 +101,10 @@ static void sum_all(struct totals *t) {
     t->max_system += ar->max_system_mem;
     if (ar == &main_arena) t->sum.top = st.top;
   }
+  tcache_totals(&t->cached_count, &t->cached_bytes);
+  if (t->cached_bytes > t->sum.inuse) t->cached_bytes = t->sum.inuse; /* snapshots of moving counts */
+  t->sum.inuse -= t->cached_bytes;
+  t->sum.free += t->cached_bytes;
 }
 
 struct mallinfo2 hp_mallinfo2(void) {
@@ -110,7 +118,7 @@ struct mallinfo2 hp_mallinfo2(void) {
   mi.hblks = atomic_load(&mp.n_mmaps);
   mi.hblkhd = atomic_load(&mp.mmapped_mem);
   mi.usmblks = 0;
-  mi.fsmblks = t.sum.fast_bytes;
+  mi.fsmblks = t.sum.fast_bytes; /* cached chunks are in fordblks, not in the fastbin fields */
   mi.uordblks = t.sum.inuse;
   mi.fordblks = t.sum.free;
   mi.keepcost = t.sum.top;
@@ -154,7 +162,9 @@ void hp_malloc_stats(void) {
     system_total += st.system;
     inuse_total += st.inuse;
   }
-  size_t mm = atomic_load(&mp.mmapped_mem);
+  size_t mm = atomic_load(&mp.mmapped_mem), cached_count, cached_bytes;
+  tcache_totals(&cached_count, &cached_bytes); /* free, though the arenas count them in use */
+  inuse_total -= cached_bytes < inuse_total ? cached_bytes : inuse_total;
   fprintf(stderr, "Total (incl. mmap):\n");
   fprintf(stderr, "system bytes     = %10u\n", (unsigned int)(system_total + mm));
   fprintf(stderr, "in use bytes     = %10u\n", (unsigned int)(inuse_total + mm));
@@ -233,22 +243,30 @@ int hp_malloc_info(int options, FILE *fp) {
     max_system += ar->max_system_mem;
   }
   info_totals(fp, &sum, max_system, true);
+  size_t cached_count, cached_bytes;
+  tcache_totals(&cached_count, &cached_bytes);
+  fprintf(fp, "<total type=\"tcache\" count=\"%zu\" size=\"%zu\"/>\n", cached_count, cached_bytes);
   info_hpmalloc(fp, &sum);
   fputs("</malloc>\n", fp);
   return 0;
 }
 // NOLINTEND(cert-err33-c)
 
-int hp_stats(struct hpmalloc_stats *out, size_t size) {
-  if (!out || size < sizeof *out) {
+/* The struct as hpmalloc 0.1.0 had it: callers built then pass this size
+   and get the fields it had.  */
+static const size_t STATS_V1_SIZE = offsetof(struct hpmalloc_stats, bytes_cached);
+
+int hp_stats(struct hpmalloc_stats *dst, size_t size) {
+  if (!dst || size < STATS_V1_SIZE) {
     errno = EINVAL;
     return -1;
   }
   hp_ensure_init();
   struct totals t;
   sum_all(&t);
+  struct hpmalloc_stats st, *out = &st;
   memset(out, 0, sizeof *out);
-  out->version = sizeof *out;
+  out->version = size < sizeof *out ? size : sizeof *out;
   size_t mm = atomic_load(&mp.mmapped_mem);
   out->bytes_heap = t.sum.system;
   out->bytes_mmapped = mm;
@@ -264,5 +282,8 @@ int hp_stats(struct hpmalloc_stats *out, size_t size) {
   out->n_mmapped = atomic_load(&mp.n_mmaps);
   out->hugetlb_mode = region_get_policy()->mode;
   out->huge_page_size = region_mode_page();
+  out->bytes_cached = t.cached_bytes;
+  out->n_cached = t.cached_count;
+  memcpy(dst, out, out->version);
   return 0;
 }

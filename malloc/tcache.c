@@ -1,46 +1,348 @@
-/* tcache.c: the per-thread cache.
+/* tcache.c: the per-thread cache (tcache.h says what it holds).
  *
- * Each thread keeps, in its TLS block, up to tcache_count chunks of each of
- * the 64 smallest chunk sizes (32 .. 1040 bytes), singly linked and mangled.
- * malloc and free of those sizes touch no lock (malloc.c inlines the pop
- * and push).  A cached chunk carries hp_tcache_key so that a second free of
- * it is caught.  At thread exit the cache is given back to the arenas.  */
+ * The fast paths (malloc.c) pop and push without a lock.  Everything here
+ * is the slow path, run when a bin is empty on malloc or full on free:
+ *
+ *   refill    one arena lock serves the request and fills the bin: the
+ *             arena's fastbin, small bin and unsorted exact fits first
+ *             (bins.c stashes them), then chunks carved from top;
+ *   overflow  the bin gives its most recent half back, grouped by arena:
+ *             one lock per arena per batch, so chunks another thread
+ *             allocated (larson, producer/consumer) cost one lock per batch,
+ *             not one per free; the small ones are parked unmerged in the
+ *             arena's fastbins (unless glibc.malloc.mxfast is 0, which
+ *             switches fastbins off), where a refill takes them back;
+ *   grow      a bin that missed or overflowed doubles its cap (from 0 to
+ *             TC_FIRST_CAP) while the caps of the thread add up to at most
+ *             hpmalloc.tcache_bytes;
+ *   gc        every TC_GC_EVENTS misses and overflows, each bin gives back
+ *             three quarters of the chunks it never dipped into since the
+ *             last pass (its low-water mark) and lowers its cap as much;
+ *             a bin nobody uses drains to nothing.
+ * With glibc.malloc.tcache_count set, caps are that count, fixed, and there
+ * is no growth and no gc: glibc's tcache.
+ *
+ * Every live thread's state is on a list (guarded by hp_list_lock) so the
+ * statistics can count cached chunks as free.  */
 #include "tcache.h"
+
+#include <errno.h>
 
 #include "arena.h"
 #include "bins.h"
 #include "params.h"
 #include "track.h"
 
+enum {
+  TC_FIRST_CAP = 8,  /* a bin's cap the first time it is used */
+  TC_CAP_MAX = 8192, /* no bin holds more, whatever the budget */
+  TC_FIXED_MAX = UINT16_MAX,
+};
+
 __thread struct hp_thread hp_self __attribute__((tls_model("initial-exec")));
 size_t hp_tc_max_request;
 uintptr_t hp_tcache_key;
 
+/* Guarded by hp_list_lock.  */
+static struct hp_thread *threads;
+
+size_t tc_bin_size(size_t tidx) {
+  if (tidx < TC_SMALL_BINS) return MINSIZE + tidx * HP_ALIGN;
+  size_t j = tidx - TC_SMALL_BINS;
+  size_t lg = TC_LARGE_MIN_LOG + (j >> TC_LARGE_SHIFT);
+  return ((size_t)1 << lg) + ((j & (((size_t)1 << TC_LARGE_SHIFT) - 1)) + 1) * ((size_t)1 << (lg - TC_LARGE_SHIFT));
+}
+
+static size_t bins_in_use(void) { return mp.tcache_bins + mp.tcache_large_bins; }
+
 /* e carries the key: either a double free or a coincidence.  Scan the bin.  */
 void tcache_double_free_scan(struct tc_entry *e, size_t tidx) {
   size_t n = 0;
-  for (struct tc_entry *t = hp_self.entries[tidx]; t; t = (struct tc_entry *)reveal_ptr(&t->next, t->next)) {
-    if (n++ == hp_self.counts[tidx]) hp_fatal("free(): too many chunks detected in tcache");
+  for (struct tc_entry *t = hp_self.bins[tidx].head; t; t = (struct tc_entry *)reveal_ptr(&t->next, t->next)) {
+    if (n++ == hp_self.bins[tidx].count) hp_fatal("free(): too many chunks detected in tcache");
     if (!aligned_ok((uintptr_t)t)) hp_fatal("free(): unaligned chunk detected in tcache 2");
     if (t == e) hp_fatal("free(): double free detected in tcache 2");
   }
 }
 
-/* First allocation of a thread: switch its cache on.  */
+/* ------------------------------------------------------------------ caps */
+
+void tcache_configure(void) {
+  size_t tmax = mp.tcache_max_bytes;
+  size_t small = tmax > tidx2usize(TC_SMALL_BINS - 1) ? TC_SMALL_BINS : csize2tidx(request2size(tmax)) + 1;
+  size_t large = 0;
+  while (large < TC_LARGE_BINS && tc_bin_size(TC_SMALL_BINS + large) - SIZE_SZ <= tmax) large++;
+  mp.tcache_bins = small;
+  mp.tcache_large_bins = small == TC_SMALL_BINS ? large : 0;
+  /* the largest request the bins in use really take (glibc rounds the same way) */
+  mp.tcache_max_bytes = tc_bin_size(mp.tcache_bins + mp.tcache_large_bins - 1) - SIZE_SZ;
+  if (mp.tcache_fixed && mp.tcache_count > TC_FIXED_MAX) mp.tcache_count = TC_FIXED_MAX;
+}
+
+/* Give every bin in use its starting cap: tcache_count when fixed, else
+   nothing until the bin is used.  */
+static void caps_start(void) {
+  uint16_t cap = mp.tcache_fixed ? (uint16_t)mp.tcache_count : 0;
+  for (size_t i = 0; i < bins_in_use(); i++) hp_self.bins[i].cap = cap;
+  hp_self.cap_bytes = 0;
+  hp_self.events = 0;
+}
+
+static void caps_off(void) {
+  for (size_t i = 0; i < TC_BINS; i++) hp_self.bins[i].cap = 0;
+  hp_self.cap_bytes = 0;
+}
+
+static void gc(void);
+
+/* Chunks of `size` bytes the budget still lets the caps add.  */
+static size_t budget_room(size_t size) {
+  return mp.tcache_bytes > hp_self.cap_bytes ? (mp.tcache_bytes - hp_self.cap_bytes) / size : 0;
+}
+
+/* Bin tidx missed or overflowed: double its cap, within the budget.  When
+   the budget is spent, a gc pass comes early (once enough happened since
+   the last one to judge by): bins gone idle give their share back.  */
+static void grow(size_t tidx) {
+  if (mp.tcache_fixed) return;
+  struct tc_bin *b = &hp_self.bins[tidx];
+  size_t size = tc_bin_size(tidx);
+  size_t want = b->cap ? 2 * (size_t)b->cap : TC_FIRST_CAP;
+  if (want > TC_CAP_MAX) want = TC_CAP_MAX;
+  size_t room = budget_room(size);
+  if (want > b->cap + room && hp_self.events >= TC_GC_EVENTS / 8) {
+    gc();
+    room = budget_room(size);
+  }
+  b->busy = 1;
+  if (want > b->cap + room) want = b->cap + room;
+  if (want <= b->cap) return;
+  hp_self.cap_bytes += (want - b->cap) * size;
+  b->cap = (uint16_t)want;
+}
+
+static void shrink(size_t tidx, size_t by) {
+  struct tc_bin *b = &hp_self.bins[tidx];
+  if (by > b->cap) by = b->cap;
+  b->cap = (uint16_t)(b->cap - by);
+  hp_self.cap_bytes -= by * tc_bin_size(tidx);
+}
+
+/* ------------------------------------------------------------------ giving chunks back */
+
+/* Take the k most recent chunks off bin tidx and append them, unmangled
+   and without their key, to the list ending at *tail.  */
+static struct tc_entry **detach(size_t tidx, size_t k, struct tc_entry **tail) {
+  while (k-- && hp_self.bins[tidx].head) {
+    struct tc_entry *e = tcache_get(tidx);
+    e->next = NULL;
+    *tail = e;
+    tail = &e->next;
+  }
+  return tail;
+}
+
+/* Free every chunk on the list into its arena: one lock per arena, the
+   chunks of the first arena on the list first.  `merge`: free them as
+   free() would, merging with their neighbours (what a thread that exits,
+   malloc_trim and the gc give back), else park the small ones unmerged in
+   the arena's fastbins, where the next refill of their size takes them
+   back by the batch (what an overflowing bin gives back).  */
+static void free_by_arena(struct tc_entry *list, bool merge) {
+  while (list) {
+    struct arena *ar = arena_for_chunk(mem2chunk(list));
+    bool lk = arena_lock_if_needed(ar);
+    vg_enter();
+    for (struct tc_entry **pp = &list; *pp;) {
+      struct tc_entry *e = *pp;
+      struct chunk *c = mem2chunk(e);
+      if (arena_for_chunk(c) != ar) {
+        pp = &e->next;
+        continue;
+      }
+      *pp = e->next;
+      if (!merge && mp.max_fast && chunksize(c) <= FASTBIN_MAX_CHUNK)
+        fastbin_push(ar, c);
+      else
+        int_free_locked(ar, c);
+    }
+    vg_leave();
+    arena_unlock_if(ar, lk);
+  }
+}
+
+static void flush_bin(size_t tidx, size_t k) {
+  struct tc_entry *list = NULL;
+  detach(tidx, k, &list);
+  free_by_arena(list, false);
+}
+
+static void flush_all(void) {
+  struct tc_entry *list = NULL, **tail = &list;
+  for (size_t i = 0; i < TC_BINS; i++) tail = detach(i, hp_self.bins[i].count, tail);
+  free_by_arena(list, true);
+}
+
+/* Each bin that neither missed nor overflowed since the last pass gives
+   back three quarters of what it did not use, and its cap comes down as
+   much.  A busy bin keeps its chunks: its low-water mark over a pass says
+   little when the pass is short against its traffic.  */
+static void gc(void) {
+  hp_self.events = 0;
+  if (mp.tcache_fixed) return;
+  struct tc_entry *list = NULL, **tail = &list;
+  for (size_t i = 0; i < bins_in_use(); i++) {
+    struct tc_bin *b = &hp_self.bins[i];
+    size_t idle = b->busy ? 0 : b->low, k = idle - idle / 4;
+    b->busy = 0;
+    if (k) {
+      tail = detach(i, k, tail);
+      shrink(i, k);
+    }
+    b->low = b->count;
+  }
+  free_by_arena(list, true);
+}
+
+static void slow_event(void) {
+  if (++hp_self.events >= TC_GC_EVENTS) gc();
+}
+
+/* ------------------------------------------------------------------ the slow paths */
+
+/* Carve chunks of nb bytes from ar's top into bin tidx while it has room
+   and top has them without growing.  */
+static void fill_from_top(struct arena *ar, size_t tidx, size_t nb) {
+  while (tcache_room(tidx)) {
+    void *m = top_take(ar, nb);
+    if (!m) return;
+    tcache_put(mem2chunk(m), tidx);
+  }
+}
+
+void *tcache_refill(size_t tidx, size_t nb) {
+  grow(tidx);
+  struct arena *ar = arena_of_thread();
+  bool lk = arena_lock_if_needed(ar);
+  hp_self.filling = !mp.tcache_fixed;
+  void *p = int_malloc(ar, nb - SIZE_SZ);
+  hp_self.filling = false;
+  if (p && !mp.tcache_fixed && !chunk_is_mmapped(mem2chunk(p))) fill_from_top(ar, tidx, nb);
+  arena_unlock_if(ar, lk);
+  if (!p && (ar = arena_retry(ar)) != NULL) {
+    arena_lock(ar);
+    p = int_malloc(ar, nb - SIZE_SZ);
+    arena_unlock(ar);
+  }
+  slow_event();
+  if (!p) errno = ENOMEM;
+  return p;
+}
+
+/* The checks glibc's free makes of a chunk's next neighbour in the arena,
+   in its order, made off the inline path before a chunk is cached: a chunk
+   its arena holds free (an earlier free went there) says so in the next
+   chunk's header, and an overflow shows in that header's size.  So a block
+   of a large class is checked at its free as it would be in the arena.
+   Without the arena's lock only these hold still: the next chunk's
+   PREV_INUSE speaks of c, which only its owner changes, and its size is
+   always some chunk's size; the chunk before c may be merging with its
+   own neighbour meanwhile, so its prev_size is checked when c reaches the
+   arena (glibc's "corrupted size vs. prev_size while consolidating").  */
+void tcache_check_neighbours(const struct chunk *c) {
+  const struct chunk *next = next_chunk(c);
+  if (HP_UNLIKELY(!prev_inuse(next))) hp_fatal("double free or corruption (!prev)");
+  if (HP_UNLIKELY(next->size <= CHUNK_HDR || chunksize(next) >= arena_for_chunk(c)->system_mem))
+    hp_fatal("free(): invalid next size (normal)");
+}
+
+/* Free c into its arena, as glibc does when a bin is full.  */
+static void free_to_arena(struct chunk *c) {
+  if (chunksize(c) <= mp.max_fast)
+    fastbin_push(arena_for_chunk(c), c); /* no lock */
+  else
+    int_free(arena_for_chunk(c), c);
+}
+
+void tcache_overflow(struct chunk *c, size_t tidx) {
+  struct tc_bin *b = &hp_self.bins[tidx];
+  if (mp.tcache_fixed || !hp_self.on) {
+    free_to_arena(c);
+    return;
+  }
+  tcache_check_neighbours(c);
+  grow(tidx);
+  if (b->count >= b->cap) flush_bin(tidx, b->count - b->cap / 2);
+  if (b->count < b->cap)
+    tcache_put(c, tidx);
+  else
+    free_to_arena(c); /* the budget left this bin no room */
+  slow_event();
+}
+
+/* ------------------------------------------------------------------ threads */
+
+/* First allocation of a thread: switch its cache on and list it.  */
 void tcache_thread_start(void) {
   if (hp_self.state != HP_THREAD_NEW) return;
   hp_self.state = HP_THREAD_ACTIVE;
-  hp_self.limit = hp_vg ? 0 : mp.tcache_count;
+  hp_self.on = !hp_vg && !(mp.tcache_fixed && mp.tcache_count == 0) && bins_in_use() > 0;
+  if (hp_self.on)
+    caps_start();
+  else
+    caps_off();
+  if (!hp_self.in_fork) pthread_mutex_lock(&hp_list_lock);
+  hp_self.next_thread = threads;
+  if (threads) threads->prev_next = &hp_self.next_thread;
+  hp_self.prev_next = &threads;
+  threads = &hp_self;
+  if (!hp_self.in_fork) pthread_mutex_unlock(&hp_list_lock);
   arena_thread_register(); /* so the cache is flushed when the thread exits */
 }
 
-/* Give every cached chunk back to its arena and switch the cache off.  */
 void tcache_flush(void) {
-  hp_self.limit = 0;
-  for (size_t i = 0; i < TCACHE_MAX_BINS; i++) {
-    while (hp_self.entries[i]) {
-      struct chunk *c = mem2chunk(tcache_get(i));
-      int_free(arena_for_chunk(c), c);
+  hp_self.on = false;
+  caps_off();
+  flush_all();
+}
+
+void tcache_reset(void) {
+  flush_all();
+  if (hp_self.on) caps_start();
+}
+
+/* The thread is exiting (arena.c's key destructor): give the cache back
+   and leave the list.  */
+void tcache_thread_end(void) {
+  tcache_flush();
+  pthread_mutex_lock(&hp_list_lock);
+  if (hp_self.prev_next) *hp_self.prev_next = hp_self.next_thread;
+  if (hp_self.next_thread) hp_self.next_thread->prev_next = hp_self.prev_next;
+  hp_self.prev_next = NULL;
+  hp_self.next_thread = NULL;
+  pthread_mutex_unlock(&hp_list_lock);
+}
+
+/* In a fork child only the forking thread is left (the caller holds every
+   lock): its state is the whole list.  */
+void tcache_fork_child(void) {
+  threads = hp_self.state == HP_THREAD_ACTIVE ? &hp_self : NULL;
+  hp_self.next_thread = NULL;
+  hp_self.prev_next = threads ? &threads : NULL;
+}
+
+void tcache_totals(size_t *count, size_t *bytes) {
+  size_t n = 0, b = 0;
+  bool lk = !hp_self.in_fork; /* a fork handler of the forking thread holds the lock already */
+  if (lk) pthread_mutex_lock(&hp_list_lock);
+  for (const struct hp_thread *t = threads; t; t = t->next_thread) {
+    for (size_t i = 0; i < TC_BINS; i++) {
+      size_t c = __atomic_load_n(&t->bins[i].count, __ATOMIC_RELAXED); /* another thread's: a snapshot */
+      n += c;
+      b += c * tc_bin_size(i);
     }
   }
+  if (lk) pthread_mutex_unlock(&hp_list_lock);
+  *count = n;
+  *bytes = b;
 }

@@ -1,64 +1,179 @@
 /* tcache.h: the per-thread state -- the thread's cache of free chunks
  * (tcache.c) and the arena it is bound to (arena.c).  The cache takes no
- * lock: only its thread touches it.  Includes: hp_base.h, chunk.h, check.h.  */
+ * lock: only its thread touches its bins.  Includes: hp_base.h, chunk.h,
+ * check.h, params.h.
+ *
+ * Size classes.  Bins 0..63 hold one chunk size each, 32 .. 1040 bytes
+ * (glibc's tcache bins).  Bins 64.. hold the large classes: eight per
+ * doubling of the chunk size above 1024 (1152, 1280, ... 2048, 2304, ...
+ * up to TC_MAX_CHUNK); a request in that range is rounded up to its class,
+ * so every chunk in a large bin has the class's size too (at most 12.5%
+ * more than asked).  A bin is a LIFO list through the chunks themselves,
+ * safe-linked, each entry carrying hp_tcache_key so a second free of it is
+ * caught, as in glibc.
+ *
+ * A bin is used when glibc.malloc.tcache_max (default: all of them) lets
+ * the cache take its size: mp.tcache_bins small ones, mp.tcache_large_bins
+ * large ones.
+ *
+ * Capacity.  Each bin may hold up to `cap` chunks.  With
+ * glibc.malloc.tcache_count set, every cap is that number, fixed, as in
+ * glibc.  Otherwise caps adapt (tcache.c): a bin that misses on malloc or
+ * overflows on free doubles its cap, within the thread's byte budget
+ * (hpmalloc.tcache_bytes, counted over the caps, so the fast paths count
+ * nothing); every TC_GC_EVENTS slow-path events a pass gives back three
+ * quarters of what stayed unused in each bin since the last pass (its
+ * low-water mark) and lowers its cap as much.  Refills and flushes move
+ * many chunks per arena lock.  */
 #ifndef HP_TCACHE_H
 #define HP_TCACHE_H
 
 #include "check.h"
 #include "chunk.h"
 #include "hp_base.h"
+#include "params.h"
 
-enum { TCACHE_MAX_BINS = 64 };
+enum {
+  TC_SMALL_BINS = 64,                                                      /* exact sizes, 32 .. 1040 */
+  TC_SMALL_MAX_CHUNK = MINSIZE + (TC_SMALL_BINS - 1) * HP_ALIGN,           /* 1040, FASTBIN_MAX_CHUNK */
+  TC_LARGE_SHIFT = 3,                                                      /* 2^3 classes per doubling */
+  TC_LARGE_MIN_LOG = 10,                                                   /* the first large doubling: (1024, 2048] */
+  TC_LARGE_MAX_LOG = 15,                                                   /* the last one ends at 2^15 */
+  TC_MAX_CHUNK = 1 << TC_LARGE_MAX_LOG,                                    /* 32768 */
+  TC_LARGE_BINS = (TC_LARGE_MAX_LOG - TC_LARGE_MIN_LOG) << TC_LARGE_SHIFT, /* 40 */
+  TC_BINS = TC_SMALL_BINS + TC_LARGE_BINS,
+  TC_GC_EVENTS = 256, /* slow-path events between two passes of the cache's gc */
+};
 
 struct tc_entry {
   struct tc_entry *next; /* mangled (safe-linking) */
   uintptr_t key;         /* hp_tcache_key while in the cache: double-free detection */
 };
 
+struct tc_bin {
+  struct tc_entry *head;
+  uint16_t count; /* chunks in the bin */
+  uint16_t cap;   /* the most it may hold now; 0 while the cache is off */
+  uint16_t low;   /* the least it held since the last gc pass */
+  uint16_t busy;  /* it missed or overflowed since the last gc pass */
+};
+
 struct arena;
 
 struct hp_thread {
-  struct tc_entry *entries[TCACHE_MAX_BINS];
-  uint16_t counts[TCACHE_MAX_BINS];
-  size_t limit;        /* max entries per bin; 0 = tcache off for this thread */
+  struct tc_bin bins[TC_BINS];
+  bool on;             /* the cache is on: false before the thread's first call, under valgrind,
+                          with tcache_count=0, and after the thread's cache was flushed for good */
+  bool filling;        /* inside a refill: bins.c carves split chunks into the bin too */
+  unsigned events;     /* slow-path events (misses, overflows) since the last gc pass */
+  size_t cap_bytes;    /* sum over the bins of cap * class size: what the caps let the cache hold */
   struct arena *arena; /* arena this thread allocates from */
   int state;           /* HP_THREAD_NEW, _ACTIVE, _DONE */
   bool in_fork;        /* this thread holds every arena lock for fork(): lock nothing */
+  /* Guarded by hp_list_lock: the list of every thread's state, for the statistics.  */
+  struct hp_thread *next_thread, **prev_next;
 };
 enum { HP_THREAD_NEW = 0, HP_THREAD_ACTIVE = 1, HP_THREAD_DONE = 2 };
 
 extern __thread struct hp_thread hp_self HP_INTERNAL __attribute__((tls_model("initial-exec")));
-extern size_t hp_tc_max_request HP_INTERNAL; /* largest request the tcache serves; 0 before init */
+extern size_t hp_tc_max_request HP_INTERNAL; /* largest request the small bins serve; 0 before init */
 extern uintptr_t hp_tcache_key HP_INTERNAL;  /* random, odd; set once at start-up */
 
+/* The small bin of a chunk size (and the usable size of a small bin).  */
 static inline size_t csize2tidx(size_t csz) { return (csz - MINSIZE) / HP_ALIGN; }
 static inline size_t tidx2usize(size_t i) { return i * HP_ALIGN + MINSIZE - SIZE_SZ; }
+
+/* The large class of a chunk size in (TC_SMALL_MAX_CHUNK, TC_MAX_CHUNK]:
+   its bin, and the class's chunk size (csz rounded up).  */
+static inline size_t tc_large_bin(size_t csz) {
+  unsigned lg = 63u - (unsigned)__builtin_clzll((unsigned long long)(csz - 1)); /* csz in (2^lg, 2^(lg+1)] */
+  size_t step = (size_t)1 << (lg - TC_LARGE_SHIFT);
+  return TC_SMALL_BINS + ((size_t)(lg - TC_LARGE_MIN_LOG) << TC_LARGE_SHIFT) + ((csz - 1 - ((size_t)1 << lg)) / step);
+}
+static inline size_t tc_large_size(size_t csz) {
+  unsigned lg = 63u - (unsigned)__builtin_clzll((unsigned long long)(csz - 1));
+  return align_up(csz, (size_t)1 << (lg - TC_LARGE_SHIFT));
+}
+/* The chunk size of any bin.  */
+HP_INTERNAL size_t tc_bin_size(size_t tidx);
+
+/* The bin in use that serves requests of chunk size *nb, rounding *nb up
+   to a large class; TC_BINS (and *nb as it was) when no bin does.  */
+static inline size_t tcache_class(size_t *nb) {
+  if (*nb <= TC_SMALL_MAX_CHUNK) {
+    size_t t = csize2tidx(*nb);
+    return t < mp.tcache_bins ? t : TC_BINS;
+  }
+  if (*nb > TC_MAX_CHUNK || mp.tcache_large_bins == 0) return TC_BINS;
+  size_t t = tc_large_bin(*nb);
+  if (t >= TC_SMALL_BINS + mp.tcache_large_bins) return TC_BINS;
+  *nb = tc_large_size(*nb);
+  return t;
+}
+
+/* The bin in use that takes a free chunk of exactly csz bytes, or TC_BINS.  */
+static inline size_t tcache_bin_of(size_t csz) {
+  size_t nb = csz, t = tcache_class(&nb);
+  return nb == csz ? t : TC_BINS;
+}
 
 /* e carries the key: a double free (hp_fatal) or a coincidence.  */
 HP_INTERNAL void tcache_double_free_scan(struct tc_entry *e, size_t tidx);
 
-/* Push in-use chunk c on this thread's cache (the caller checked room).  */
+/* Push in-use chunk c on bin tidx (the caller checked room).  */
 static inline void tcache_put(struct chunk *c, size_t tidx) {
+  struct tc_bin *b = &hp_self.bins[tidx];
   struct tc_entry *e = (struct tc_entry *)chunk2mem(c);
   e->key = hp_tcache_key;
-  e->next = (struct tc_entry *)protect_ptr(&e->next, hp_self.entries[tidx]);
-  hp_self.entries[tidx] = e;
-  hp_self.counts[tidx]++;
+  e->next = (struct tc_entry *)protect_ptr(&e->next, b->head);
+  b->head = e;
+  b->count++;
 }
 
-/* Pop from a non-empty bin of this thread's cache.  */
+/* Pop from non-empty bin tidx.  */
 static inline void *tcache_get(size_t tidx) {
-  struct tc_entry *e = hp_self.entries[tidx];
+  struct tc_bin *b = &hp_self.bins[tidx];
+  struct tc_entry *e = b->head;
   if (HP_UNLIKELY(!aligned_ok((uintptr_t)e))) hp_fatal("malloc(): unaligned tcache chunk detected");
-  hp_self.entries[tidx] = (struct tc_entry *)reveal_ptr(&e->next, e->next);
-  hp_self.counts[tidx]--;
+  b->head = (struct tc_entry *)reveal_ptr(&e->next, e->next);
+  uint16_t n = --b->count;
+  if (HP_UNLIKELY(n < b->low)) b->low = n;
   e->key = 0;
   return e;
 }
 
+/* May a refill still put a chunk in bin tidx?  */
+static inline bool tcache_room(size_t tidx) { return hp_self.bins[tidx].count < hp_self.bins[tidx].cap; }
+
 /* The thread's first allocator call: switch its cache on.  */
 HP_INTERNAL void tcache_thread_start(void);
-/* Give every cached chunk back to its arena and switch the cache off.  */
+/* Give every cached chunk back to its arena and switch the cache off (a
+   thread that exits).  */
 HP_INTERNAL void tcache_flush(void);
+/* Give every cached chunk back and start again with the initial caps
+   (malloc_trim).  */
+HP_INTERNAL void tcache_reset(void);
+/* The thread is exiting: flush, and leave the list of threads.  */
+HP_INTERNAL void tcache_thread_end(void);
+/* In a fork child (every lock held): the forking thread is the only one.  */
+HP_INTERNAL void tcache_fork_child(void);
+
+/* The slow paths.  Both run without any lock held.  */
+/* malloc of chunk size nb (its bin tidx, empty) missed: serve it from the
+   thread's arena, filling the bin on the way.  NULL (errno ENOMEM) when
+   no arena can.  */
+HP_INTERNAL void *tcache_refill(size_t tidx, size_t nb);
+/* free of chunk c: its bin tidx is full.  */
+HP_INTERNAL void tcache_overflow(struct chunk *c, size_t tidx);
+/* Before a chunk is cached off the inline path: what glibc's free checks
+   of its neighbours (hp_fatal with glibc's message on corruption).  */
+HP_INTERNAL void tcache_check_neighbours(const struct chunk *c);
+
+/* Every live thread's cache, for the statistics: chunks and bytes.  */
+HP_INTERNAL void tcache_totals(size_t *count, size_t *bytes);
+
+/* Set from the tunables at start-up (init.c): whether caps are fixed, the
+   initial cap and the byte budget.  */
+HP_INTERNAL void tcache_configure(void);
 
 #endif

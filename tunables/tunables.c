@@ -49,8 +49,12 @@ _Static_assert(HP_T_COUNT <= 32, "set_mask has 32 bits");
    mmap_max: INT_32 with minval 0, so 0..INT32_MAX, default 65536;
    arena_max, arena_test: minval 1; arena_max default 0 = automatic,
      arena_test default NARENAS_FROM_NCORES (1) = 8;
-   tcache_max: MAX_TCACHE_SIZE = tidx2usize (63) = 1032 bytes;
-   tcache_count: MAX_TCACHE_COUNT = UINT16_MAX, default TCACHE_FILL_COUNT 7;
+   tcache_max: glibc 2.36 takes up to MAX_TCACHE_SIZE = tidx2usize (63) =
+     1032 bytes (and 2.42 up to 4 MiB); hpmalloc caches up to its largest
+     class, 32768-byte chunks (malloc/tcache.h: TC_MAX_CHUNK - 8), which is
+     also its default;
+   tcache_count: MAX_TCACHE_COUNT = UINT16_MAX, default TCACHE_FILL_COUNT 7
+     (when it is not set, hpmalloc's caps adapt: malloc/tcache.c);
    mxfast: MAX_FAST_SIZE = 80 * 8 / 4 = 160, default 64 * 8 / 4 = 128;
    hugetlb: 0 off, 1 THP madvise, 2 hugetlbfs default size, else a size.  */
 const struct hp_tunable_desc hp_tunable_table[HP_T_COUNT] = {
@@ -64,7 +68,7 @@ const struct hp_tunable_desc hp_tunable_table[HP_T_COUNT] = {
   [HP_T_MMAP_MAX] = { "glibc.malloc.mmap_max", "MALLOC_MMAP_MAX_", HP_TT_INT32, 0, HP_I32_MAX, 65536 },
   [HP_T_ARENA_MAX] = { "glibc.malloc.arena_max", "MALLOC_ARENA_MAX", HP_TT_SIZE, 1, HP_SZ_MAX, 0 },
   [HP_T_ARENA_TEST] = { "glibc.malloc.arena_test", "MALLOC_ARENA_TEST", HP_TT_SIZE, 1, HP_SZ_MAX, 8 },
-  [HP_T_TCACHE_MAX] = { "glibc.malloc.tcache_max", NULL, HP_TT_SIZE, 0, 1032, 1032 },
+  [HP_T_TCACHE_MAX] = { "glibc.malloc.tcache_max", NULL, HP_TT_SIZE, 0, 32760, 32760 },
   [HP_T_TCACHE_COUNT] = { "glibc.malloc.tcache_count", NULL, HP_TT_SIZE, 0, 65535, 7 },
   [HP_T_TCACHE_UNSORTED_LIMIT] = { "glibc.malloc.tcache_unsorted_limit", NULL, HP_TT_SIZE, 0, HP_SZ_MAX, 0 },
   [HP_T_MXFAST] = { "glibc.malloc.mxfast", NULL, HP_TT_SIZE, 0, 160, 128 },
@@ -72,6 +76,8 @@ const struct hp_tunable_desc hp_tunable_table[HP_T_COUNT] = {
   [HP_T_HUGETLB_SIZE] = { "hpmalloc.hugetlb_size", NULL, HP_TT_SIZE, 0, HP_SZ_MAX, 0 },
   [HP_T_HUGE_WASTE] = { "hpmalloc.huge_waste", NULL, HP_TT_INT32, 0, 100, 12 },
   [HP_T_VERBOSE] = { "hpmalloc.verbose", "HPMALLOC_VERBOSE", HP_TT_INT32, 0, 1, 0 },
+  /* 1 MiB: see malloc/tcache.c and bench/results/malloc.md for the measurement behind it */
+  [HP_T_TCACHE_BYTES] = { "hpmalloc.tcache_bytes", NULL, HP_TT_SIZE, 0, HP_SZ_MAX, HP_MIB },
 };
 
 static const char glibc_prefix[] = "glibc.";

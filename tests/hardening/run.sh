@@ -22,14 +22,23 @@ run() {
 }
 
 # --- misuse: glibc's messages, checked on glibc itself first ------------
+# The cases' set-ups assume glibc's tcache (seven per bin, up to 1032
+# bytes): hpmalloc runs them with those tunables, which reach the arena's
+# checks exactly as on glibc; then with its own cache (its default, -a),
+# where each case names what catches it there.
+glibc_tcache=glibc.malloc.tcache_count=7:glibc.malloc.tcache_max=1032
 for t in "" -t; do
   where=${t:+, in a second thread}
   want="allocator glibc" run "misuse on glibc$where (validates the expected messages)" "$bin/misuse" $t
   for m in 0 1 2; do
-    want="allocator hpmalloc" run "misuse, hpmalloc preloaded, hugetlb=$m$where" \
-      env GLIBC_TUNABLES=glibc.malloc.hugetlb=$m LD_PRELOAD="$lib" "$bin/misuse" $t
+    want="allocator hpmalloc" run "misuse, hpmalloc preloaded with glibc's tcache, hugetlb=$m$where" \
+      env GLIBC_TUNABLES=glibc.malloc.hugetlb=$m:$glibc_tcache LD_PRELOAD="$lib" "$bin/misuse" $t
+    want="allocator hpmalloc" run "misuse, hpmalloc preloaded with its own cache, hugetlb=$m$where" \
+      env GLIBC_TUNABLES=glibc.malloc.hugetlb=$m LD_PRELOAD="$lib" "$bin/misuse" -a $t
   done
-  want="allocator hpmalloc" run "misuse, hpmalloc linked statically$where" "$bin/misuse-static" $t
+  want="allocator hpmalloc" run "misuse, hpmalloc linked statically, glibc's tcache$where" \
+    env GLIBC_TUNABLES=$glibc_tcache "$bin/misuse-static" $t
+  want="allocator hpmalloc" run "misuse, hpmalloc linked statically, its own cache$where" "$bin/misuse-static" -a $t
 done
 
 # --- hostile tunables: only what they validly set changes ------------------
@@ -93,7 +102,7 @@ tunable "entries without '='" "" GLIBC_TUNABLES MALLOC_ARENA_MAX HPMALLOC_VERBOS
 tunable "junk after a number" "" "GLIBC_TUNABLES=glibc.malloc.tcache_count=5=6:glibc.malloc.perturb=12x:glibc.malloc.arena_test= 12 " \
   "MALLOC_TOP_PAD_=4096k"
 tunable "out of range by one" "" \
-  "GLIBC_TUNABLES=glibc.malloc.mxfast=161:glibc.malloc.tcache_count=65536:hpmalloc.huge_waste=101:glibc.malloc.check=4:glibc.malloc.tcache_max=1033:glibc.malloc.arena_max=0"
+  "GLIBC_TUNABLES=glibc.malloc.mxfast=161:glibc.malloc.tcache_count=65536:hpmalloc.huge_waste=101:glibc.malloc.check=4:glibc.malloc.tcache_max=32761:glibc.malloc.arena_max=0"
 # tcache_max=0 still caches the smallest chunk, as glibc: bins = csize2tidx(request2size(0)) + 1 = 1
 tunable "the edges of the ranges" "max_fast=0 tcache_count=65535 huge_waste=100 check=3 tcache_max_bytes=24 tcache_bins=1" \
   "GLIBC_TUNABLES=glibc.malloc.mxfast=0:glibc.malloc.tcache_count=65535:hpmalloc.huge_waste=100:glibc.malloc.check=3:glibc.malloc.tcache_max=0"

@@ -4,7 +4,7 @@
  * corruption checks.  Driven through the test build's hpt_* API and
  * checked through the internals (main_arena, check_arena).
  *
- * Most tests switch the calling thread's tcache off (hp_self.limit = 0) so
+ * Most tests switch the calling thread's tcache off (tcache_flush()) so
  * that every free reaches the arena.  Criterion runs each test in a fresh
  * process, so the allocator starts from nothing every time.  MIT licence.  */
 #include <criterion/criterion.h>
@@ -30,11 +30,14 @@
 
 /* ================================================================ helpers */
 
-/* Initialise the allocator and switch this thread's tcache off.  */
+/* Initialise the allocator and switch this thread's tcache off; requests
+   keep their exact chunk sizes (no large classes), as these tests of the
+   bins count on.  */
 static void tcache_off(void) {
   hp_ensure_init();
   tcache_thread_start();
-  hp_self.limit = 0;
+  tcache_flush(); /* empty, and off */
+  mp.tcache_large_bins = 0;
 }
 
 static void check_main(void) {
@@ -384,6 +387,9 @@ Test(bins, malloc_consolidate_merges_fast_chunks) {
   check_main();
 }
 
+/* glibc merges the fastbins before any request of 1024 bytes or more;
+   hpmalloc before one above the cache's largest class (a refill of a large
+   class merges them only when nothing else can serve it).  */
 Test(bins, large_request_consolidates_fastbins) {
   tcache_off();
   char *a = hpt_malloc(40), *b = hpt_malloc(40), *g = hpt_malloc(16);
@@ -391,11 +397,14 @@ Test(bins, large_request_consolidates_fastbins) {
   hpt_free(a);
   hpt_free(b);
   cr_assert(main_arena.have_fastchunks);
-  void *big = hpt_malloc(2000);
-  cr_assert_not(main_arena.have_fastchunks, "a large request runs malloc_consolidate");
+  void *mid = hpt_malloc(2000);
+  cr_assert(main_arena.have_fastchunks, "a request of a cache class leaves them");
+  void *big = hpt_malloc(40000);
+  cr_assert_not(main_arena.have_fastchunks, "a larger request runs malloc_consolidate");
   cr_assert_eq(chunksize(mem2chunk(a)), 96);
   check_main();
   hpt_free(big);
+  hpt_free(mid);
 }
 
 /* ================================================================ realloc */
@@ -606,7 +615,7 @@ Test(bins, mallinfo2_counts_fastbins_and_mmapped) {
 
 static void do_double_free_large(void) {
   tcache_off();
-  void *a = hpt_malloc(2000), *g = hpt_malloc(100);
+  void *a = hpt_malloc(40000), *g = hpt_malloc(100);
   (void)g;
   hpt_free(a);
   hpt_free(a);
@@ -615,8 +624,8 @@ static void do_double_free_large(void) {
 Test(bins_corrupt, double_free_large) { expect_abort(do_double_free_large, "double free or corruption (!prev)"); }
 
 static void do_double_free_large_with_tcache(void) {
-  /* 2000 bytes is above the tcache: same check with the tcache on */
-  void *a = hpt_malloc(2000), *g = hpt_malloc(100);
+  /* 40000 bytes is above the cache's classes: same check with the cache on */
+  void *a = hpt_malloc(40000), *g = hpt_malloc(100);
   (void)g;
   hpt_free(a);
   hpt_free(a);
@@ -624,6 +633,18 @@ static void do_double_free_large_with_tcache(void) {
 
 Test(bins_corrupt, double_free_large_with_tcache) {
   expect_abort(do_double_free_large_with_tcache, "double free or corruption (!prev)");
+}
+
+static void do_double_free_large_class(void) {
+  /* 2000 bytes is in a large class of the cache: its key catches it */
+  void *a = hpt_malloc(2000), *g = hpt_malloc(100);
+  (void)g;
+  hpt_free(a);
+  hpt_free(a);
+}
+
+Test(bins_corrupt, double_free_large_class_caught_by_the_key) {
+  expect_abort(do_double_free_large_class, "free(): double free detected in tcache 2");
 }
 
 static void do_fasttop_double_free(void) {

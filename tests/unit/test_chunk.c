@@ -167,10 +167,11 @@ Test(chunk, fastbin_index_values) {
   cr_assert_eq(fastbin_index(48), 1);
   cr_assert_eq(fastbin_index(128), 6);
   cr_assert_eq(MAX_FAST_SIZE, 160);
-  cr_assert_eq(NFASTBINS, 10);
-  /* the largest chunk a user-set mxfast allows still has a fastbin */
+  /* the largest chunk a user-set mxfast allows has a fastbin, and so has
+     the largest chunk a cache's small bin gives back */
   cr_assert_lt(fastbin_index(request2size(MAX_FAST_SIZE)), (unsigned)NFASTBINS);
-  for (size_t sz = MINSIZE; sz <= request2size(MAX_FAST_SIZE); sz += 16)
+  cr_assert_eq(fastbin_index(FASTBIN_MAX_CHUNK), (unsigned)NFASTBINS - 1);
+  for (size_t sz = MINSIZE; sz < FASTBIN_MAX_CHUNK; sz += 16)
     cr_assert_eq(fastbin_index(sz) + 1, fastbin_index(sz + 16), "fastbins are 16 bytes apart");
 }
 
@@ -179,11 +180,11 @@ Test(chunk, fastbin_index_values) {
 Test(chunk, tcache_index_round_trip) {
   cr_assert_eq(csize2tidx(MINSIZE), 0);
   cr_assert_eq(tidx2usize(0), 24);
-  for (size_t i = 0; i < TCACHE_MAX_BINS; i++) {
+  for (size_t i = 0; i < TC_SMALL_BINS; i++) {
     cr_assert_eq(csize2tidx(request2size(tidx2usize(i))), i);
     cr_assert_eq(csize2tidx(request2size(tidx2usize(i) + 1)), i + 1, "usize is the largest request of bin %zu", i);
   }
-  cr_assert_eq(tidx2usize(TCACHE_MAX_BINS - 1), 1032);
+  cr_assert_eq(tidx2usize(TC_SMALL_BINS - 1), 1032);
 }
 
 /* ================================================================ safe linking */

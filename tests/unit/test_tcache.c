@@ -1,12 +1,18 @@
-/* Unit tests of malloc/tcache.c and the tcache paths of malloc.c and
- * bins.c: LIFO hits, the per-bin count limit, refills from the arena,
- * double-free detection, the key, and the flush at thread exit.
- * MIT licence.  */
+/* Unit tests of malloc/tcache.c and the cache paths of malloc.c and
+ * bins.c: LIFO hits, the size classes (small and large), caps that grow
+ * within the byte budget and shrink in the gc, refills and flushes in
+ * batches (from top, from a split chunk, by arena), glibc's fixed caps
+ * with tcache_count set, double-free detection and the key, malloc_trim,
+ * the statistics, and the flush at thread exit.  MIT licence.  */
 #include <criterion/criterion.h>
 
+#include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -15,65 +21,138 @@
 #include "hpmalloc.h"
 #include "hpt_api.h"
 #include "arena.h"
+#include "stats.h"
 #include "tcache.h"
 #include "unit_helpers.h"
 
 /* ================================================================ helpers */
 
-static size_t tidx_of(size_t request) { return csize2tidx(request2size(request)); }
-
+static size_t tidx_of(size_t request) {
+  size_t nb = request2size(request);
+  return tcache_class(&nb);
+}
+static struct tc_bin *bin_of(size_t request) { return &hp_self.bins[tidx_of(request)]; }
 
 static bool in_tcache(size_t tidx, const void *p) {
-  for (struct tc_entry *e = hp_self.entries[tidx]; e; e = reveal_ptr(&e->next, e->next))
+  for (struct tc_entry *e = hp_self.bins[tidx].head; e; e = reveal_ptr(&e->next, e->next))
     if ((const void *)e == p) return true;
   return false;
 }
 
+/* Add entries to GLIBC_TUNABLES (check-unit sets the mode there) before
+   the allocator starts.  */
+static void tunables(const char *more) {
+  const char *old = getenv("GLIBC_TUNABLES");
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s%s%s", old ? old : "", old && *old ? ":" : "", more);
+  cr_assert_eq(setenv("GLIBC_TUNABLES", buf, 1), 0);
+  hp_ensure_init();
+}
 
-/* ================================================================ hits */
+/* n blocks of `size` bytes, each followed by a 16-byte one that keeps it
+   from merging with the next when freed into the arena.  */
+static void alloc_apart(void **p, void **g, int n, size_t size) {
+  for (int i = 0; i < n; i++) {
+    p[i] = hpt_malloc(size);
+    g[i] = hpt_malloc(16);
+  }
+}
+
+static size_t fastbin_length(struct arena *ar, size_t csz) {
+  size_t n = 0;
+  for (struct chunk *c = ar->fastbins[fastbin_index(csz)]; c; c = reveal_ptr(&c->fd, c->fd)) n++;
+  return n;
+}
+
+/* ================================================================ defaults and classes */
 
 Test(tcache, defaults) {
   hp_ensure_init();
-  cr_assert_eq(mp.tcache_count, 7);
-  cr_assert_eq(mp.tcache_bins, TCACHE_MAX_BINS);
-  cr_assert_eq(mp.tcache_max_bytes, 1032);
-  cr_assert_eq(hp_self.limit, 7, "the initialising thread's cache is on");
+  cr_assert_not(mp.tcache_fixed, "without tcache_count the caps adapt");
+  cr_assert_eq(mp.tcache_bins, TC_SMALL_BINS);
+  cr_assert_eq(mp.tcache_large_bins, TC_LARGE_BINS);
+  cr_assert_eq(mp.tcache_max_bytes, TC_MAX_CHUNK - SIZE_SZ);
+  cr_assert_eq(mp.tcache_bytes, 1 << 20);
+  cr_assert(hp_self.on, "the initialising thread's cache is on");
   cr_assert_neq(hp_tcache_key, 0);
+  for (size_t i = 0; i < TC_BINS; i++) cr_assert_eq(hp_self.bins[i].cap, 0, "bins start empty and grow on use");
 }
+
+/* Every chunk size up to TC_MAX_CHUNK has one bin; a large class's size
+   is the largest its bin takes, at most 1/8 above the request.  */
+Test(tcache, classes_cover_every_size_once) {
+  hp_ensure_init();
+  size_t prev_bin = 0, prev_size = 0;
+  for (size_t csz = MINSIZE; csz <= TC_MAX_CHUNK; csz += HP_ALIGN) {
+    size_t nb = csz, t = tcache_class(&nb);
+    cr_assert_lt(t, TC_BINS, "chunk size %zu has a bin", csz);
+    cr_assert_geq(nb, csz);
+    cr_assert_eq(nb, tc_bin_size(t), "bin %zu holds chunks of %zu bytes", t, tc_bin_size(t));
+    cr_assert_leq((nb - csz) * 8, csz, "rounding %zu up to %zu wastes at most 1/8", csz, nb);
+    cr_assert(t == prev_bin || t == prev_bin + 1, "bins are consecutive");
+    cr_assert_geq(nb, prev_size);
+    cr_assert_eq(tcache_bin_of(nb), t, "a chunk of the class's size goes back to its bin");
+    if (nb != csz) cr_assert_eq(tcache_bin_of(csz), TC_BINS, "a chunk between classes is not cached");
+    prev_bin = t;
+    prev_size = nb;
+  }
+  cr_assert_eq(prev_bin, TC_BINS - 1);
+  cr_assert_eq(tc_bin_size(TC_BINS - 1), TC_MAX_CHUNK);
+  size_t big = TC_MAX_CHUNK + HP_ALIGN;
+  cr_assert_eq(tcache_class(&big), TC_BINS, "above the largest class");
+  cr_assert_eq(big, TC_MAX_CHUNK + HP_ALIGN, "and not rounded");
+}
+
+Test(tcache, large_request_rounded_to_its_class) {
+  hp_ensure_init();
+  void *p = hpt_malloc(2000);
+  cr_assert_not_null(p);
+  cr_assert_eq(chunksize(mem2chunk(p)), 2048, "2000 bytes take the 2048-byte class");
+  cr_assert_eq(hpt_malloc_usable_size(p), 2040);
+  void *q = hpt_realloc(p, 5000);
+  cr_assert_eq(chunksize(mem2chunk(q)), 5120, "realloc rounds too");
+  hpt_free(q);
+  cr_assert(in_tcache(tidx_of(5000), q), "so the block can be cached when freed");
+}
+
+/* ================================================================ hits */
 
 Test(tcache, hit_is_most_recently_freed) {
   void *a = hpt_malloc(100), *b = hpt_malloc(100), *c = hpt_malloc(100);
-  size_t t = tidx_of(100);
+  struct tc_bin *bin = bin_of(100);
+  size_t n0 = bin->count;
   hpt_free(a);
   hpt_free(b);
   hpt_free(c);
-  cr_assert_eq(hp_self.counts[t], 3);
-  cr_assert_eq((void *)hp_self.entries[t], c);
+  cr_assert_eq(bin->count, n0 + 3);
+  cr_assert_eq((void *)bin->head, c);
   cr_assert_eq(hpt_malloc(100), c);
   cr_assert_eq(hpt_malloc(90), b, "any request of the same size class hits");
   cr_assert_eq(hpt_malloc(104), a);
-  cr_assert_eq(hp_self.counts[t], 0);
-  cr_assert_null(hp_self.entries[t]);
+  cr_assert_eq(bin->count, n0);
 }
 
 Test(tcache, size_classes_are_separate) {
-  void *a = hpt_malloc(24), *b = hpt_malloc(40);
+  void *a = hpt_malloc(24), *b = hpt_malloc(40), *c = hpt_malloc(3000);
+  size_t na = bin_of(24)->count, nb = bin_of(40)->count, nc = bin_of(3000)->count;
   hpt_free(a);
   hpt_free(b);
-  cr_assert_eq(hp_self.counts[tidx_of(24)], 1);
-  cr_assert_eq(hp_self.counts[tidx_of(40)], 1);
+  hpt_free(c);
+  cr_assert_eq(bin_of(24)->count, na + 1);
+  cr_assert_eq(bin_of(40)->count, nb + 1);
+  cr_assert_eq(bin_of(3000)->count, nc + 1);
   cr_assert_eq(hpt_malloc(24), a);
   cr_assert_eq(hpt_malloc(40), b);
+  cr_assert_eq(hpt_malloc(2900), c, "the same large class");
 }
 
 Test(tcache, largest_cached_size) {
-  void *a = hpt_malloc(1032), *b = hpt_malloc(1033), *g = hpt_malloc(16);
+  void *a = hpt_malloc(TC_MAX_CHUNK - SIZE_SZ), *b = hpt_malloc(TC_MAX_CHUNK), *g = hpt_malloc(16);
   (void)g;
   hpt_free(a);
   hpt_free(b);
-  cr_assert_eq(hp_self.counts[TCACHE_MAX_BINS - 1], 1, "1032 bytes is the tcache's largest request");
-  cr_assert(in_tcache(TCACHE_MAX_BINS - 1, a));
-  cr_assert_not(inuse(mem2chunk(b)), "1033 bytes went to the arena");
+  cr_assert(in_tcache(TC_BINS - 1, a), "32760 bytes is the cache's largest request");
+  cr_assert_not(inuse(mem2chunk(b)), "32768 bytes went to the arena");
 }
 
 Test(tcache, cached_chunks_stay_in_use) {
@@ -84,80 +163,225 @@ Test(tcache, cached_chunks_stay_in_use) {
   check_all_arenas();
 }
 
-/* ================================================================ limit and refill */
+Test(tcache, calloc_takes_from_the_cache_and_zeroes) {
+  unsigned char *a = hpt_malloc(300);
+  memset(a, 0xa5, 300);
+  hpt_free(a);
+  unsigned char *z = hpt_calloc(3, 100);
+  cr_assert_eq(z, a, "calloc reuses the cached block");
+  for (size_t i = 0; i < 300; i++) cr_assert_eq(z[i], 0, "byte %zu zeroed", i);
+}
 
-Test(tcache, count_limit_sends_eighth_to_arena) {
-  enum { N = 8 };
-  void *p[N], *g[N];
-  for (int i = 0; i < N; i++) {
-    p[i] = hpt_malloc(200);
-    g[i] = hpt_malloc(16); /* keeps each block from coalescing */
+/* ================================================================ growth, budget, gc */
+
+Test(tcache, first_miss_fills_the_bin_from_top) {
+  hp_ensure_init();
+  struct tc_bin *bin = bin_of(200);
+  cr_assert_eq(bin->count, 0);
+  char *p = hpt_malloc(200);
+  cr_assert_eq(bin->cap, 8, "the first miss gives the bin its first cap");
+  cr_assert_eq(bin->count, 8, "and fills it, in the same arena lock");
+  /* carved from top one after the other, right behind p */
+  char *q = p;
+  for (int i = 0; i < 8; i++) {
+    q += request2size(200);
+    cr_assert(in_tcache(tidx_of(200), q), "chunk %d behind p is cached", i);
   }
-  size_t t = tidx_of(200);
+  check_all_arenas();
+}
+
+Test(tcache, caps_grow_while_a_bin_overflows) {
+  enum { N = 300 };
+  void *p[N];
+  for (int i = 0; i < N; i++) p[i] = hpt_malloc(200);
+  struct tc_bin *bin = bin_of(200);
+  size_t n0 = bin->count;
   for (int i = 0; i < N; i++) hpt_free(p[i]);
-  cr_assert_eq(hp_self.counts[t], 7);
-  for (int i = 0; i < N - 1; i++) cr_assert(in_tcache(t, p[i]));
-  cr_assert_not(in_tcache(t, p[N - 1]));
-  cr_assert_not(inuse(mem2chunk(p[N - 1])), "the 8th free went to the arena");
+  cr_assert_eq(bin->count, n0 + N, "every free stayed in the cache: the cap doubled as needed");
+  cr_assert_geq(bin->cap, n0 + N);
+  cr_assert_leq(hp_self.cap_bytes, mp.tcache_bytes);
+  for (int i = N - 1; i >= 0; i--) cr_assert_eq(hpt_malloc(200), p[i], "and every malloc hits, LIFO");
+}
+
+Test(tcache, budget_limits_the_caps) {
+  tunables("hpmalloc.tcache_bytes=8192");
+  enum { N = 100 };
+  void *p[N], *g[N];
+  alloc_apart(p, g, N, 200);
+  for (int i = 0; i < N; i++) hpt_free(p[i]);
+  struct tc_bin *bin = bin_of(200);
+  size_t size = request2size(200);
+  cr_assert_leq(hp_self.cap_bytes, 8192, "caps add up to %zu", hp_self.cap_bytes);
+  cr_assert_leq(bin->cap * size, 8192);
+  cr_assert_leq(bin->count, bin->cap);
+  cr_assert_lt(bin->count, N, "the rest went back to the arena");
   check_all_arenas();
   (void)g;
 }
 
-Test(tcache, per_thread_limit_caps_each_bin) {
-  hp_ensure_init();
-  hp_self.limit = 2;
-  void *a = hpt_malloc(64), *b = hpt_malloc(64), *c = hpt_malloc(64), *g = hpt_malloc(16);
+/* A full bin gives its most recent half back, into the fastbins of the
+   arena of each chunk, in one batch.  */
+Test(tcache, overflow_flushes_half_by_arena) {
+  tunables("hpmalloc.tcache_bytes=8192");
+  enum { N = 80 };
+  void *p[N];
+  for (int i = 0; i < N; i++) p[i] = hpt_malloc(200);
+  struct tc_bin *bin = bin_of(200);
+  size_t size = request2size(200), c0 = bin->count;
+  for (int i = 0; i < N; i++) hpt_free(p[i]);
+  cr_assert_eq(bin->cap, 8192 / size, "the cap grew until the budget stopped it");
+  size_t parked = fastbin_length(&main_arena, size);
+  cr_assert_gt(parked, 0, "overflows gave chunks back, unmerged, to the fastbins");
+  cr_assert_eq(bin->count + parked, c0 + N, "every chunk is in the bin or parked");
+  cr_assert_geq(bin->count, bin->cap / 2, "an overflow keeps half the bin");
+  /* a refill takes them back by the batch */
+  size_t n = bin->count;
+  for (size_t i = 0; i <= n; i++) cr_assert_not_null(hpt_malloc(200));
+  cr_assert_eq(bin->count, bin->cap, "one miss refilled the bin from the parked chunks");
+  cr_assert_eq(fastbin_length(&main_arena, size), parked - bin->cap - 1);
+  check_all_arenas();
+}
+
+/* Slow-path events from another bin: a working set of 100-byte blocks
+   larger than the small budget lets its bin hold.  */
+static void churn_other_bin(int rounds) {
+  enum { M = 200 };
+  void *q[M];
+  for (int r = 0; r < rounds; r++) {
+    for (int i = 0; i < M; i++) q[i] = hpt_malloc(100);
+    for (int i = 0; i < M; i++) hpt_free(q[i]);
+  }
+}
+
+Test(tcache, gc_drains_an_idle_bin_and_lowers_its_cap) {
+  tunables("hpmalloc.tcache_bytes=16384");
+  enum { N = 20 };
+  void *p[N];
+  for (int i = 0; i < N; i++) p[i] = hpt_malloc(300);
+  for (int i = 0; i < N; i++) hpt_free(p[i]);
+  struct tc_bin *idle = bin_of(300);
+  size_t count0 = idle->count, cap0 = idle->cap;
+  cr_assert_geq(count0, N);
+  churn_other_bin(400); /* two gc passes or more; the idle bin is not touched */
+  cr_assert_lt(idle->count, count0 / 2, "the idle bin gave back most of its chunks (%u left of %zu)", idle->count,
+               count0);
+  cr_assert_lt(idle->cap, cap0, "and its cap came down");
+  cr_assert_leq(hp_self.cap_bytes, 16384);
+  check_all_arenas();
+}
+
+Test(tcache, gc_keeps_a_bin_in_use) {
+  tunables("hpmalloc.tcache_bytes=16384");
+  enum { N = 12 };
+  void *p[N];
+  struct tc_bin *bin = bin_of(500);
+  for (int round = 0; round < 400; round++) {
+    /* this bin's working set: it dips to empty every round */
+    for (int i = 0; i < N; i++) p[i] = hpt_malloc(500);
+    for (int i = 0; i < N; i++) hpt_free(p[i]);
+    churn_other_bin(1);
+  }
+  cr_assert_geq(bin->cap, N, "a bin in use keeps room for its working set (cap %u)", bin->cap);
+  cr_assert_geq(bin->count, N);
+}
+
+/* ================================================================ glibc's fixed caps */
+
+Test(tcache_fixed, count_limit_sends_eighth_to_arena) {
+  tunables("glibc.malloc.tcache_count=7");
+  cr_assert(mp.tcache_fixed);
+  enum { N = 8 };
+  void *p[N], *g[N];
+  alloc_apart(p, g, N, 200);
+  size_t t = tidx_of(200);
+  cr_assert_eq(hp_self.bins[t].cap, 7);
+  for (int i = 0; i < N; i++) hpt_free(p[i]);
+  cr_assert_eq(hp_self.bins[t].count, 7);
+  for (int i = 0; i < N - 1; i++) cr_assert(in_tcache(t, p[i]));
+  cr_assert_not(in_tcache(t, p[N - 1]));
+  cr_assert_not(inuse(mem2chunk(p[N - 1])), "the 8th free went to the arena, merged");
+  check_all_arenas();
+  (void)g;
+}
+
+Test(tcache_fixed, count_zero_switches_the_cache_off) {
+  tunables("glibc.malloc.tcache_count=0");
+  cr_assert_not(hp_self.on);
+  void *a = hpt_malloc(200), *g = hpt_malloc(16);
+  (void)g;
+  hpt_free(a);
+  cr_assert_eq(bin_of(200)->count, 0);
+  cr_assert_not(inuse(mem2chunk(a)));
+}
+
+Test(tcache_fixed, tcache_max_limits_the_bins) {
+  tunables("glibc.malloc.tcache_max=100");
+  cr_assert_eq(mp.tcache_bins, tidx_of(100) + 1);
+  cr_assert_eq(mp.tcache_large_bins, 0);
+  void *a = hpt_malloc(100), *b = hpt_malloc(300), *g = hpt_malloc(16);
   (void)g;
   hpt_free(a);
   hpt_free(b);
-  hpt_free(c);
-  cr_assert_eq(hp_self.counts[tidx_of(64)], 2);
-  cr_assert_not(in_tcache(tidx_of(64), c));
+  cr_assert(in_tcache(tidx_of(100), a));
+  cr_assert_not(inuse(mem2chunk(b)), "300 bytes is above tcache_max: the arena has it");
+  cr_assert_eq(chunksize(mem2chunk(hpt_malloc(2000))), request2size(2000), "no large classes: no rounding");
 }
 
-Test(tcache, refilled_from_unsorted_exact_fits) {
+Test(tcache_fixed, refilled_from_unsorted_exact_fits) {
+  tunables("glibc.malloc.tcache_count=7");
   enum { N = 14 };
   void *p[N], *g[N];
-  for (int i = 0; i < N; i++) {
-    p[i] = hpt_malloc(200);
-    g[i] = hpt_malloc(16);
-  }
+  alloc_apart(p, g, N, 200);
   size_t t = tidx_of(200);
   for (int i = 0; i < N; i++) hpt_free(p[i]); /* 7 cached, 7 to the unsorted bin */
-  cr_assert_eq(hp_self.counts[t], 7);
+  cr_assert_eq(hp_self.bins[t].count, 7);
   for (int i = 0; i < 7; i++) cr_assert_not_null(hpt_malloc(200));
-  cr_assert_eq(hp_self.counts[t], 0);
+  cr_assert_eq(hp_self.bins[t].count, 0);
   /* the next miss walks the unsorted bin, caching exact fits on the way */
   void *q = hpt_malloc(200);
   bool from_arena = false;
   for (int i = 7; i < N; i++) from_arena |= q == p[i];
   cr_assert(from_arena);
-  cr_assert_eq(hp_self.counts[t], 6, "the other six exact fits were cached");
+  cr_assert_eq(hp_self.bins[t].count, 6, "the other six exact fits were cached");
   check_all_arenas();
   (void)g;
 }
 
-Test(tcache, refilled_from_small_bin) {
+Test(tcache_fixed, refilled_from_small_bin) {
+  tunables("glibc.malloc.tcache_count=7");
   enum { N = 14 };
   void *p[N], *g[N];
-  for (int i = 0; i < N; i++) {
-    p[i] = hpt_malloc(300);
-    g[i] = hpt_malloc(16);
-  }
+  alloc_apart(p, g, N, 300);
   size_t t = tidx_of(300);
   for (int i = 0; i < N; i++) hpt_free(p[i]);
-  void *big = hpt_malloc(5000); /* sorts the unsorted chunks into their small bin */
+  void *big = hpt_malloc(40000); /* sorts the unsorted chunks into their small bin */
   unsigned idx = smallbin_index(request2size(300));
   cr_assert_neq(bin_at(&main_arena, idx)->fd, bin_at(&main_arena, idx));
   for (int i = 0; i < 7; i++) hpt_malloc(300);
-  cr_assert_eq(hp_self.counts[t], 0);
+  cr_assert_eq(hp_self.bins[t].count, 0);
   void *q = hpt_malloc(300);
   cr_assert_not_null(q);
-  cr_assert_eq(hp_self.counts[t], 6, "the small bin refilled the cache");
+  cr_assert_eq(hp_self.bins[t].count, 6, "the small bin refilled the cache");
   cr_assert_eq(bin_at(&main_arena, idx)->fd, bin_at(&main_arena, idx), "and is empty now");
   check_all_arenas();
   (void)g;
   (void)big;
+}
+
+/* Adaptive caps: a miss that splits a larger free chunk carves more
+   chunks of the size off it for the bin.  */
+Test(tcache, refill_carves_a_split_chunk) {
+  hp_ensure_init();
+  char *big = hpt_malloc(40000), *g = hpt_malloc(16);
+  (void)g;
+  hpt_free(big); /* a 40 KB free chunk in the unsorted bin */
+  struct tc_bin *bin = bin_of(700);
+  cr_assert_eq(bin->count, 0);
+  char *p = hpt_malloc(700);
+  cr_assert_eq(p, big, "served from the front of the free chunk");
+  cr_assert_eq(bin->count, bin->cap, "the bin was filled from the same chunk");
+  for (unsigned i = 1; i <= bin->count; i++) cr_assert(in_tcache(tidx_of(700), p + i * request2size(700)));
+  check_all_arenas();
 }
 
 /* ================================================================ double free and key */
@@ -182,45 +406,147 @@ Test(tcache, double_free_detected_below_head) {
   expect_abort(do_double_free_deep, "free(): double free detected in tcache 2");
 }
 
+static void do_double_free_large_class(void) {
+  void *a = hpt_malloc(20000);
+  hpt_free(a);
+  hpt_free(a);
+}
+
+Test(tcache, double_free_detected_in_a_large_class) {
+  expect_abort(do_double_free_large_class, "free(): double free detected in tcache 2");
+}
+
+/* A chunk whose first free went to its arena (the budget left its bin no
+   room) and merged there: freed again, its header names another class, one
+   with room; the next chunk's header says it is free.  */
+static void do_double_free_after_arena(void) {
+  tunables("hpmalloc.tcache_bytes=0");
+  void *a = hpt_malloc(496), *b = hpt_malloc(496), *g = hpt_malloc(496);
+  (void)g;
+  hpt_free(a);
+  hpt_free(b); /* both in the arena, merged: a's header now says 1024 */
+  hpt_free(a);
+}
+
+Test(tcache, double_free_of_a_chunk_the_arena_holds) {
+  expect_abort(do_double_free_after_arena, "double free or corruption (!prev)");
+}
+
+static void do_double_free_into_a_bin_with_room(void) {
+  hp_ensure_init();
+  tcache_flush(); /* off: a and b come from the arena side by side and go back there */
+  void *a = hpt_malloc(496), *b = hpt_malloc(496), *g = hpt_malloc(496);
+  (void)g;
+  hpt_free(a);
+  hpt_free(b); /* merged: a's header says 1024 */
+  hp_self.on = true;
+  hp_self.bins[tidx_of(1016)].cap = 8; /* the 1024-byte bin has room */
+  hpt_free(a);                         /* the fast path must not take it */
+}
+
+Test(tcache, double_free_caught_on_the_fast_path) {
+  expect_abort(do_double_free_into_a_bin_with_room, "double free or corruption (!prev)");
+}
+
 Test(tcache, key_set_in_cache_cleared_on_malloc) {
   void *a = hpt_malloc(64);
   hpt_free(a);
   cr_assert_eq(((struct tc_entry *)a)->key, hp_tcache_key);
+  size_t n = bin_of(64)->count;
   void *b = hpt_malloc(64);
   cr_assert_eq(b, a);
   cr_assert_eq(((struct tc_entry *)b)->key, 0, "malloc clears the key");
   hpt_free(b); /* a legitimate second free: must not abort */
-  cr_assert_eq(hp_self.counts[tidx_of(64)], 1);
+  cr_assert_eq(bin_of(64)->count, n);
   cr_assert_eq(hpt_malloc(64), a);
 }
 
 Test(tcache, key_lookalike_in_user_data_is_not_a_double_free) {
   void *a = hpt_malloc(64), *b = hpt_malloc(64);
+  size_t n = bin_of(64)->count;
   hpt_free(b);
   /* the program happens to store the key where the cache keeps it */
   ((struct tc_entry *)a)->key = hp_tcache_key;
   hpt_free(a);
-  cr_assert_eq(hp_self.counts[tidx_of(64)], 2);
+  cr_assert_eq(bin_of(64)->count, n + 2);
   cr_assert(in_tcache(tidx_of(64), a));
 }
 
-/* ================================================================ flush */
+/* ================================================================ statistics and trim */
+
+Test(tcache, cached_chunks_count_as_free) {
+  hp_ensure_init();
+  enum { N = 100 };
+  void *p[N];
+  for (int i = 0; i < N; i++) p[i] = hpt_malloc(200);
+  struct mallinfo2 m0 = hpt_mallinfo2();
+  struct hpmalloc_stats s0;
+  cr_assert_eq(hpmalloc_stats(&s0, sizeof s0), 0);
+  for (int i = 0; i < N; i++) hpt_free(p[i]);
+  struct mallinfo2 m1 = hpt_mallinfo2();
+  struct hpmalloc_stats s1;
+  cr_assert_eq(hpmalloc_stats(&s1, sizeof s1), 0);
+  size_t bytes = N * request2size(200);
+  cr_assert_eq(m1.arena, m0.arena);
+  cr_assert_eq(m0.uordblks - m1.uordblks, bytes, "freed into the cache: no longer in use");
+  cr_assert_eq(m1.fordblks - m0.fordblks, bytes, "but free");
+  cr_assert_eq(m1.fsmblks, m0.fsmblks, "not in the fastbin fields");
+  cr_assert_eq(s1.bytes_cached - s0.bytes_cached, bytes);
+  cr_assert_eq(s1.n_cached - s0.n_cached, N);
+  cr_assert_eq(s0.bytes_in_use - s1.bytes_in_use, bytes);
+  cr_assert_eq(s1.version, sizeof s1);
+}
+
+Test(tcache, stats_of_an_older_caller) {
+  hp_ensure_init();
+  /* a program built against 0.1.0's header passes its smaller struct */
+  size_t v1 = offsetof(struct hpmalloc_stats, bytes_cached);
+  struct hpmalloc_stats s;
+  memset(&s, 0xee, sizeof s);
+  cr_assert_eq(hpmalloc_stats(&s, v1), 0);
+  cr_assert_eq(s.version, v1);
+  cr_assert_eq(s.bytes_cached, (size_t)0xeeeeeeeeeeeeeeee, "nothing written past the caller's struct");
+  errno = 0;
+  cr_assert_eq(hpmalloc_stats(&s, v1 - 1), -1);
+  cr_assert_eq(errno, EINVAL);
+}
+
+Test(tcache, malloc_trim_empties_the_callers_cache) {
+  void *p[50];
+  for (int i = 0; i < 50; i++) p[i] = hpt_malloc(100 + 40 * (size_t)i);
+  for (int i = 0; i < 50; i++) hpt_free(p[i]);
+  hpt_malloc_trim(0);
+  for (size_t i = 0; i < TC_BINS; i++) {
+    cr_assert_eq(hp_self.bins[i].count, 0);
+    cr_assert_null(hp_self.bins[i].head);
+    cr_assert_eq(hp_self.bins[i].cap, 0, "caps start again");
+  }
+  cr_assert_eq(hp_self.cap_bytes, 0);
+  cr_assert(hp_self.on, "and the cache stays on");
+  size_t n, b;
+  tcache_totals(&n, &b);
+  cr_assert_eq(n, 0);
+  cr_assert_eq(b, 0);
+  struct mallinfo2 m = hpt_mallinfo2();
+  cr_assert_eq(m.fsmblks, 0, "given back merged: nothing parked in the fastbins");
+  check_all_arenas();
+}
+
+/* ================================================================ threads */
 
 Test(tcache, flush_returns_chunks_and_switches_off) {
   void *p[5];
   for (int i = 0; i < 5; i++) p[i] = hpt_malloc(200);
   void *g = hpt_malloc(16);
   for (int i = 0; i < 5; i++) hpt_free(p[i]);
-  cr_assert_eq(hp_self.counts[tidx_of(200)], 5);
   tcache_flush();
-  for (size_t i = 0; i < TCACHE_MAX_BINS; i++) {
-    cr_assert_eq(hp_self.counts[i], 0);
-    cr_assert_null(hp_self.entries[i]);
+  for (size_t i = 0; i < TC_BINS; i++) {
+    cr_assert_eq(hp_self.bins[i].count, 0);
+    cr_assert_null(hp_self.bins[i].head);
   }
-  cr_assert_eq(hp_self.limit, 0);
+  cr_assert_not(hp_self.on);
   struct chunk *c = mem2chunk(p[0]);
   cr_assert_not(inuse(c), "returned to the arena and merged");
-  cr_assert_eq(chunksize(c), 5 * request2size(200));
   check_all_arenas();
   (void)g;
 }
@@ -229,14 +555,19 @@ struct thread_blocks {
   void *p[64];
   size_t n;
   struct arena *ar;
+  pthread_barrier_t *bar;
 };
 
 static void *alloc_free_thread(void *arg) {
   struct thread_blocks *tb = arg;
-  static const size_t sizes[] = { 24, 100, 200, 500, 1000 };
-  for (size_t i = 0; i < tb->n; i++) tb->p[i] = hpt_malloc(sizes[i % 5]);
+  static const size_t sizes[] = { 24, 100, 200, 500, 1000, 3000 };
+  for (size_t i = 0; i < tb->n; i++) tb->p[i] = hpt_malloc(sizes[i % 6]);
   tb->ar = hp_self.arena;
-  for (size_t i = 0; i < tb->n; i++) hpt_free(tb->p[i]); /* all cached (at most 7 per size) */
+  for (size_t i = 0; i < tb->n; i++) hpt_free(tb->p[i]); /* all cached */
+  if (tb->bar) {
+    pthread_barrier_wait(tb->bar); /* cached: the main thread looks */
+    pthread_barrier_wait(tb->bar);
+  }
   return NULL;
 }
 
@@ -268,4 +599,56 @@ Test(tcache, thread_exit_flushes_cache_to_its_arena) {
   cr_assert_eq(tb2.ar, ar);
   cr_assert_eq(tb2.p[0], tb.p[0], "the first block's memory is handed out again");
   check_all_arenas();
+}
+
+/* Start a thread that caches 30 blocks and waits at the barrier (twice)
+   before it exits.  */
+static pthread_t start_caching_thread(struct thread_blocks *tb, pthread_barrier_t *bar) {
+  pthread_barrier_init(bar, NULL, 2);
+  *tb = (struct thread_blocks){ .n = 30, .bar = bar };
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, alloc_free_thread, tb), 0);
+  pthread_barrier_wait(bar); /* its blocks are cached now */
+  return th;
+}
+
+Test(tcache, other_threads_caches_are_counted_until_they_exit) {
+  hp_ensure_init();
+  size_t n0, b0;
+  tcache_totals(&n0, &b0);
+  pthread_barrier_t bar;
+  struct thread_blocks tb;
+  pthread_t th = start_caching_thread(&tb, &bar);
+  size_t n1, b1;
+  tcache_totals(&n1, &b1);
+  cr_assert_geq(n1, n0 + 30, "the other thread's 30 cached blocks are counted");
+  pthread_barrier_wait(&bar);
+  cr_assert_eq(pthread_join(th, NULL), 0);
+  size_t n2, b2;
+  tcache_totals(&n2, &b2);
+  cr_assert_eq(n2, n0, "a thread that exited has no cache left");
+  cr_assert_eq(b2, b0);
+}
+
+Test(tcache, fork_child_keeps_only_its_own_cache) {
+  hp_ensure_init();
+  pthread_barrier_t bar;
+  struct thread_blocks tb;
+  pthread_t th = start_caching_thread(&tb, &bar);
+  void *mine = hpt_malloc(200);
+  hpt_free(mine);
+  size_t own = 0;
+  for (size_t i = 0; i < TC_BINS; i++) own += hp_self.bins[i].count;
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    size_t n, b;
+    tcache_totals(&n, &b);
+    _exit(n == own ? 0 : 1); /* the other thread's cache did not come along */
+  }
+  int st;
+  cr_assert_eq(waitpid(pid, &st, 0), pid);
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child counts only the forking thread's cache");
+  pthread_barrier_wait(&bar);
+  cr_assert_eq(pthread_join(th, NULL), 0);
 }
