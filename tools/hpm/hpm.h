@@ -64,12 +64,9 @@ void progress_done(void);
 double now_s(void);
 int parse_size(const char *s, uint64_t *out);
 int parse_uint(const char *s, unsigned long long min, unsigned long long max, unsigned long long *out);
-/* S, the value of option OPT of `hpm CMD`, as an integer in [MIN, MAX]
-   (MIN >= 0); on junk, a sign, overflow or out of range prints a one-line
-   error naming the option and returns -1.  */
-int parse_int_opt(const char *cmd, const char *opt, const char *s, int min, int max, int *out);
 const char *self_dir(void);
-char *find_allocator(const char *name); /* NULL for glibc; malloc'd path */
+char *find_allocator(const char *name); /* NULL for glibc; malloc'd path, "" if not installed */
+int allocator_found(const char *name);  /* glibc, or find_allocator finds it */
 void json_str(FILE *f, const char *s);
 /* Flat JSON objects as produced by `hpm replay --json`.  */
 int json_get_num(const char *json, const char *key, double *out);
@@ -102,6 +99,8 @@ struct tlb_geom {
   struct tlb_level l1_1g, l2_1g;
 };
 int tlb_geom_get(const char *spec, struct tlb_geom *g, char *err, size_t errlen);
+/* tlb_geom_get as an ARG_FN setter (args.h): FIELD is a struct tlb_geom.  */
+int tlb_geom_arg(void *field, const char *val, char *err, size_t errlen);
 void tlb_geom_list(FILE *f);
 struct tlb_sim;
 struct tlb_sim *tlb_sim_new(const struct tlb_geom *g);

@@ -342,6 +342,10 @@ int tlb_geom_get(const char *spec, struct tlb_geom *g, char *err, size_t errlen)
   return -1;
 }
 
+int tlb_geom_arg(void *field, const char *val, char *err, size_t errlen) {
+  return tlb_geom_get(val, field, err, errlen);
+}
+
 /* --- simulation ---------------------------------------------------------------- */
 struct tlb_set_arr {
   unsigned sets, ways;
