@@ -319,7 +319,7 @@ int cmd_analyze(int argc, char **argv) {
   struct analysis a;
   int rc = args_parse(&analyze_cmd, argc, argv, &o);
   if (rc != ARGS_RUN) return rc;
-  if (load_trace(o.file, &tr, &p, 0)) return 1;
+  if (load_trace(o.file, &tr, &p)) return 1;
   analyze_run(&p, &a);
   if (o.json)
     report_json(o.file, &tr, &p, &a);

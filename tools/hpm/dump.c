@@ -59,7 +59,7 @@ int cmd_dump(int argc, char **argv) {
   struct hpm_trace tr;
   int rc = args_parse(&dump_cmd, argc, argv, &o);
   if (rc != ARGS_RUN) return rc;
-  if (load_trace(o.file, &tr, NULL, 0)) return 1;
+  if (load_trace(o.file, &tr, NULL)) return 1;
   dump_report(&tr);
   hpm_trace_free(&tr);
   return 0;
@@ -89,7 +89,7 @@ int cmd_reencode(int argc, char **argv) {
   struct hpm_trace tr;
   int rc = args_parse(&reencode_cmd, argc, argv, &o);
   if (rc != ARGS_RUN) return rc;
-  if (load_trace(o.file, &tr, NULL, 0)) return 1;
+  if (load_trace(o.file, &tr, NULL)) return 1;
   rc = reencode_write(&tr, o.out);
   hpm_trace_free(&tr);
   return rc;

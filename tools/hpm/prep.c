@@ -422,7 +422,7 @@ void prep_free(struct prep *p) {
   memset(p, 0, sizeof *p);
 }
 
-int load_trace(const char *file, struct hpm_trace *tr, struct prep *p, int quiet) {
+int load_trace(const char *file, struct hpm_trace *tr, struct prep *p) {
   char err[512];
   progress("reading %s", file);
   if (hpm_trace_read_file(file, tr, err, sizeof err)) {
@@ -430,7 +430,7 @@ int load_trace(const char *file, struct hpm_trace *tr, struct prep *p, int quiet
     fprintf(stderr, "hpm: %s\n", err);
     return -1;
   }
-  if (tr->warning[0] && !quiet) fprintf(stderr, "hpm: warning: %s\n", tr->warning);
+  if (tr->warning[0]) fprintf(stderr, "hpm: warning: %s\n", tr->warning);
   if (p && prep_build(tr, p, file, err, sizeof err)) {
     progress_done();
     fprintf(stderr, "hpm: %s: %s\n", file, err);

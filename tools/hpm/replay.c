@@ -131,7 +131,7 @@ static int write_image(const struct prep *p, const struct replay_opts *o) {
 int replay_load(const char *file, const struct replay_opts *o, uint64_t max_mem) {
   struct hpm_trace tr;
   struct prep p;
-  if (load_trace(file, &tr, &p, 0)) return -1;
+  if (load_trace(file, &tr, &p)) return -1;
   hpm_trace_free(&tr);
   if (check_limits(&p, file, max_mem)) {
     prep_free(&p);

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-int hpm_verbose_progress = -1;
+static int hpm_verbose_progress = -1; /* -1: not known yet */
 static int progress_shown;
 
 /* A progress line on stderr, only when stderr is a terminal.  */
