@@ -2,7 +2,7 @@
 # build/lib/libhpmtrace.so, both part of the default build; `make check-hpm`
 # runs the Criterion tests of the trace codec and of the command-line
 # parser, then tests/hpm/run-hpm.sh (record/replay round trips on real
-# programs, byte-exact re-encoding, hostile traces,
+# programs, byte-exact re-encoding, hostile traces, usage errors,
 # analyze/compare/tune output).
 HPM_DIR       := tools/hpm
 HPM_BIN       := $(BUILD)/bin/hpm

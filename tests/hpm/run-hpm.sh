@@ -31,6 +31,35 @@ done
 T "$HPM" nosuch >/dev/null 2>&1; check "unknown command fails" test $? -ne 0
 out=$(T "$HPM" record -o /nonexistent/dir/t.hpmt -- true 2>&1); rc=$?
 check "record into a missing directory: exit $rc, names the file" test $rc -ne 0 -a -n "$(echo "$out" | grep /nonexistent/dir/t.hpmt)"
+# Usage errors (tools/hpm/args.c): exit 2 and a line naming the argument
+# and what it accepts.  usage_error WHAT PATTERN ARGS...
+usage_error() {
+  local what=$1 pat=$2 out rc; shift 2
+  out=$(T "$HPM" "$@" 2>&1 >/dev/null); rc=$?
+  check "$what: exit $rc, '$pat'" test $rc -eq 2 -a -n "$(echo "$out" | grep -F -e "$pat")"
+}
+usage_error "record without -o" "hpm record: missing -o FILE" record -- true
+usage_error "record without a command" "hpm record: missing CMD" record -o "$W/x.hpmt"
+usage_error "record with an unknown option" "unknown option --bogus (options: -o, --quiet, --help)" record --bogus -o x -- true
+usage_error "replay --touch with a bad value" "bad value for --touch: 'most' (expected none, first or full)" \
+  replay "$TRACES/sort.hpmt" --touch most
+usage_error "replay --threads=VALUE checked too" "(expected faithful or serial)" replay "$TRACES/sort.hpmt" --threads=all
+usage_error "replay --tlb without a value" "--tlb needs a value" replay "$TRACES/sort.hpmt" --tlb
+usage_error "replay --tlb names the presets" "presets: skylake" replay "$TRACES/sort.hpmt" --tlb=nosuch
+usage_error "replay --max-memory not a size" "bad value for --max-memory: '1Q'" replay "$TRACES/sort.hpmt" --max-memory 1Q
+usage_error "tune --objective names the objectives" "(expected wall, cpu, rss or tlb)" tune "$TRACES/sort.hpmt" --objective x
+usage_error "compare --reps out of range" "(expected an integer from 1 to 51)" compare "$TRACES/sort.hpmt" --reps 52
+usage_error "compare: 33 configurations" "--config: at most 32 configurations" compare "$TRACES/sort.hpmt" \
+  $(for i in $(seq 33); do echo --config glibc; done)
+usage_error "tlbcost --max below 4M" "bad value for --max: '1M' (expected a size in bytes from 4M to 64G" tlbcost --max 1M
+usage_error "analyze without a trace" "hpm analyze: missing FILE" analyze --json
+usage_error "analyze with two traces" "unexpected argument" analyze "$TRACES/sort.hpmt" "$TRACES/sort.hpmt"
+usage_error "analyze --json=1" "--json takes no value" analyze "$TRACES/sort.hpmt" --json=1
+usage_error "reencode without OUT" "hpm reencode: missing OUT" reencode "$TRACES/sort.hpmt"
+usage_error "dump with two files" "unexpected argument" dump "$TRACES/sort.hpmt" x
+check "--opt=value is --opt value" test "$(T "$HPM" analyze --svg="$W/eqsvg" "$TRACES/sort.hpmt" >/dev/null && ls "$W/eqsvg" | wc -l)" = 3
+check "-- ends the options (a trace named -x.hpmt)" sh -c 'cp "$1" "$2/-x.hpmt" && cd "$2" && "$3" analyze --json -- -x.hpmt >/dev/null' \
+  _ "$TRACES/sort.hpmt" "$W" "$HPM"
 
 
 # --- record: real programs ------------------------------------------------------
