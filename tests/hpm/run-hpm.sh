@@ -144,6 +144,9 @@ $MK simple "$W/simple.hpmt"
 T "$HPM" reencode "$W/simple.hpmt" "$W/re.hpmt"
 check "a trace from the independent writer (mktrace.py) re-encodes byte-exact" cmp -s "$W/simple.hpmt" "$W/re.hpmt"
 check "mktrace simple: 21 events, 10 objects, peak 1045" test "$(T "$HPM" analyze --json "$W/simple.hpmt" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["events"], d["objects"], d["peak_live_bytes"])')" = "21 10 1045"
+T "$HPM" dump "$W/simple.hpmt" > "$W/simple.txt"
+check "dump: a header, the command line and one line per event (21)" test "$(sed -n 1p "$W/simple.txt" | cut -d' ' -f1-2)" = "version 1" -a "$(sed -n 2p "$W/simple.txt" | cut -c1-8)" = "cmdline:" -a "$(wc -l < "$W/simple.txt")" -eq 23
+check "dump: events as the writer wrote them (mktrace.py)" sh -c 'grep -qx "1 5 malloc size=100 arg=0 id=2 ref=0 dur=0" "$1" && grep -qx "1 200 free size=0 arg=0 id=0 ref=2 dur=0" "$1"' _ "$W/simple.txt"
 
 # --- bad input ------------------------------------------------------------------------
 bad() {  # bad WHAT FILE PATTERN: non-zero exit, one line naming the file and pattern
