@@ -1,15 +1,18 @@
 # The hpm tool (tools/hpm/): build/bin/hpm and the recorder
 # build/lib/libhpmtrace.so, both part of the default build; `make check-hpm`
-# runs tests/hpm/run-hpm.sh (record/replay round trips on real programs,
-# byte-exact re-encoding, hostile traces, analyze/compare/tune output).
-HPM_DIR      := tools/hpm
-HPM_BIN      := $(BUILD)/bin/hpm
-HPM_TRACE_SO := $(BUILD)/lib/libhpmtrace.so
-HPM_CFLAGS   := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -I$(HPM_DIR) $(CFLAGS)
-HPM_SRCS     := $(filter-out $(HPM_DIR)/recorder.c,$(sort $(wildcard $(HPM_DIR)/*.c)))
-HPM_HDRS     := $(wildcard $(HPM_DIR)/*.h)
-HPM_TESTPROG := $(BUILD)/tests/hpm/xthread
-HPM_UNIT     := $(BUILD)/tests/hpm/test_trace
+# runs the Criterion tests of the trace codec and of the command-line
+# parser, then tests/hpm/run-hpm.sh (record/replay round trips on real
+# programs, byte-exact re-encoding, hostile traces, usage errors,
+# analyze/compare/tune output).
+HPM_DIR       := tools/hpm
+HPM_BIN       := $(BUILD)/bin/hpm
+HPM_TRACE_SO  := $(BUILD)/lib/libhpmtrace.so
+HPM_CFLAGS    := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -I$(HPM_DIR) $(CFLAGS)
+HPM_SRCS      := $(filter-out $(HPM_DIR)/recorder.c,$(sort $(wildcard $(HPM_DIR)/*.c)))
+HPM_HDRS      := $(wildcard $(HPM_DIR)/*.h)
+HPM_TESTPROG  := $(BUILD)/tests/hpm/xthread
+HPM_UNIT      := $(BUILD)/tests/hpm/test_trace
+HPM_UNIT_ARGS := $(BUILD)/tests/hpm/test_args
 
 $(HPM_BIN): $(HPM_SRCS) $(HPM_HDRS)
 	@mkdir -p $(dir $@)
@@ -26,17 +29,21 @@ $(HPM_TESTPROG): tests/hpm/xthread.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -g -fno-builtin -Wall -Wextra -D_GNU_SOURCE -o $@ $< -lpthread
 
-# Criterion tests of the trace codec.
+# Criterion tests of the trace codec and of the command-line parser.
 $(HPM_UNIT): tests/hpm/test_trace.c $(HPM_DIR)/trace.c $(HPM_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(HPM_CFLAGS) -o $@ $< $(HPM_DIR)/trace.c -lcriterion
+
+$(HPM_UNIT_ARGS): tests/hpm/test_args.c $(HPM_DIR)/args.c $(HPM_DIR)/util.c $(HPM_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(HPM_CFLAGS) -o $@ $< $(HPM_DIR)/args.c $(HPM_DIR)/util.c -lcriterion
 
 .PHONY: hpm-bins check-hpm
 hpm-bins: $(HPM_BIN) $(HPM_TRACE_SO)
 all: hpm-bins
 
-check-hpm: hpm-bins $(LIB_SO) $(HPM_TESTPROG) $(HPM_UNIT)
-	@$(HPM_UNIT) --jobs=2 && BUILD=$(BUILD) bash tests/hpm/run-hpm.sh
+check-hpm: hpm-bins $(LIB_SO) $(HPM_TESTPROG) $(HPM_UNIT) $(HPM_UNIT_ARGS)
+	@$(HPM_UNIT) --jobs=2 && $(HPM_UNIT_ARGS) --jobs=2 && BUILD=$(BUILD) bash tests/hpm/run-hpm.sh
 
 CHECK_TARGETS += check-hpm
 

@@ -31,6 +31,35 @@ done
 T "$HPM" nosuch >/dev/null 2>&1; check "unknown command fails" test $? -ne 0
 out=$(T "$HPM" record -o /nonexistent/dir/t.hpmt -- true 2>&1); rc=$?
 check "record into a missing directory: exit $rc, names the file" test $rc -ne 0 -a -n "$(echo "$out" | grep /nonexistent/dir/t.hpmt)"
+# Usage errors (tools/hpm/args.c): exit 2 and a line naming the argument
+# and what it accepts.  usage_error WHAT PATTERN ARGS...
+usage_error() {
+  local what=$1 pat=$2 out rc; shift 2
+  out=$(T "$HPM" "$@" 2>&1 >/dev/null); rc=$?
+  check "$what: exit $rc, '$pat'" test $rc -eq 2 -a -n "$(echo "$out" | grep -F -e "$pat")"
+}
+usage_error "record without -o" "hpm record: missing -o FILE" record -- true
+usage_error "record without a command" "hpm record: missing CMD" record -o "$W/x.hpmt"
+usage_error "record with an unknown option" "unknown option --bogus (options: -o, --quiet, --help)" record --bogus -o x -- true
+usage_error "replay --touch with a bad value" "bad value for --touch: 'most' (expected none, first or full)" \
+  replay "$TRACES/sort.hpmt" --touch most
+usage_error "replay --threads=VALUE checked too" "(expected faithful or serial)" replay "$TRACES/sort.hpmt" --threads=all
+usage_error "replay --tlb without a value" "--tlb needs a value" replay "$TRACES/sort.hpmt" --tlb
+usage_error "replay --tlb names the presets" "presets: skylake" replay "$TRACES/sort.hpmt" --tlb=nosuch
+usage_error "replay --max-memory not a size" "bad value for --max-memory: '1Q'" replay "$TRACES/sort.hpmt" --max-memory 1Q
+usage_error "tune --objective names the objectives" "(expected wall, cpu, rss or tlb)" tune "$TRACES/sort.hpmt" --objective x
+usage_error "compare --reps out of range" "(expected an integer from 1 to 51)" compare "$TRACES/sort.hpmt" --reps 52
+usage_error "compare: 33 configurations" "--config: at most 32 configurations" compare "$TRACES/sort.hpmt" \
+  $(for i in $(seq 33); do echo --config glibc; done)
+usage_error "tlbcost --max below 4M" "bad value for --max: '1M' (expected a size in bytes from 4M to 64G" tlbcost --max 1M
+usage_error "analyze without a trace" "hpm analyze: missing FILE" analyze --json
+usage_error "analyze with two traces" "unexpected argument" analyze "$TRACES/sort.hpmt" "$TRACES/sort.hpmt"
+usage_error "analyze --json=1" "--json takes no value" analyze "$TRACES/sort.hpmt" --json=1
+usage_error "reencode without OUT" "hpm reencode: missing OUT" reencode "$TRACES/sort.hpmt"
+usage_error "dump with two files" "unexpected argument" dump "$TRACES/sort.hpmt" x
+check "--opt=value is --opt value" test "$(T "$HPM" analyze --svg="$W/eqsvg" "$TRACES/sort.hpmt" >/dev/null && ls "$W/eqsvg" | wc -l)" = 3
+check "-- ends the options (a trace named -x.hpmt)" sh -c 'cp "$1" "$2/-x.hpmt" && cd "$2" && "$3" analyze --json -- -x.hpmt >/dev/null' \
+  _ "$TRACES/sort.hpmt" "$W" "$HPM"
 
 
 # --- record: real programs ------------------------------------------------------
@@ -115,6 +144,9 @@ $MK simple "$W/simple.hpmt"
 T "$HPM" reencode "$W/simple.hpmt" "$W/re.hpmt"
 check "a trace from the independent writer (mktrace.py) re-encodes byte-exact" cmp -s "$W/simple.hpmt" "$W/re.hpmt"
 check "mktrace simple: 21 events, 10 objects, peak 1045" test "$(T "$HPM" analyze --json "$W/simple.hpmt" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["events"], d["objects"], d["peak_live_bytes"])')" = "21 10 1045"
+T "$HPM" dump "$W/simple.hpmt" > "$W/simple.txt"
+check "dump: a header, the command line and one line per event (21)" test "$(sed -n 1p "$W/simple.txt" | cut -d' ' -f1-2)" = "version 1" -a "$(sed -n 2p "$W/simple.txt" | cut -c1-8)" = "cmdline:" -a "$(wc -l < "$W/simple.txt")" -eq 23
+check "dump: events as the writer wrote them (mktrace.py)" sh -c 'grep -qx "1 5 malloc size=100 arg=0 id=2 ref=0 dur=0" "$1" && grep -qx "1 200 free size=0 arg=0 id=0 ref=2 dur=0" "$1"' _ "$W/simple.txt"
 
 # --- bad input ------------------------------------------------------------------------
 bad() {  # bad WHAT FILE PATTERN: non-zero exit, one line naming the file and pattern

@@ -1,4 +1,6 @@
-/* hpm: shared declarations of the command-line tool.  MIT licence.  */
+/* hpm: shared declarations of the command-line tool: the prepared trace
+   (prep.c), the helpers (util.c), the commands and the TLB model.
+   MIT licence.  */
 #ifndef HPM_H
 #define HPM_H
 
@@ -53,39 +55,36 @@ struct prep {
 int prep_build(const struct hpm_trace *tr, struct prep *p, const char *name, char *err, size_t errlen);
 void prep_free(struct prep *p);
 
-/* Load FILE and prepare it; on failure prints "hpm: FILE: byte offset N: ..."
-   and returns -1.  */
-int load_trace(const char *file, struct hpm_trace *tr, struct prep *p, int quiet);
+/* Load FILE and, unless P is NULL, prepare it.  Returns 0, or -1 after
+   printing "hpm: FILE: byte offset N: ..." (or another reason).  */
+int load_trace(const char *file, struct hpm_trace *tr, struct prep *p);
 
-/* util.c */
-extern int hpm_verbose_progress;
+/* util.c: helpers every command may use.  */
 void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void progress_done(void);
 double now_s(void);
 int parse_size(const char *s, uint64_t *out);
 int parse_uint(const char *s, unsigned long long min, unsigned long long max, unsigned long long *out);
-/* S, the value of option OPT of `hpm CMD`, as an integer in [MIN, MAX]
-   (MIN >= 0); on junk, a sign, overflow or out of range prints a one-line
-   error naming the option and returns -1.  */
-int parse_int_opt(const char *cmd, const char *opt, const char *s, int min, int max, int *out);
 const char *self_dir(void);
-char *find_allocator(const char *name); /* NULL for glibc; malloc'd path */
+char *find_allocator(const char *name); /* NULL for glibc; malloc'd path, "" if not installed */
+int allocator_found(const char *name);  /* glibc, or find_allocator finds it */
 void json_str(FILE *f, const char *s);
 /* Flat JSON objects as produced by `hpm replay --json`.  */
 int json_get_num(const char *json, const char *key, double *out);
 
-/* Commands.  */
-int cmd_record(int argc, char **argv);
-int cmd_replay(int argc, char **argv);
-int cmd_engine(int argc, char **argv);
-int cmd_compare(int argc, char **argv);
-int cmd_analyze(int argc, char **argv);
-int cmd_tune(int argc, char **argv);
-int cmd_tlbcost(int argc, char **argv);
-int cmd_dump(int argc, char **argv);
-int cmd_reencode(int argc, char **argv);
-int cmd_tlbdecode(int argc, char **argv);
-int cmd_tlbsim(int argc, char **argv);
+/* Commands: `hpm NAME ARGS...` runs cmd_NAME(argc, argv) with argv[0] =
+   NAME (the table in hpm.c); the result is the exit status.  */
+int cmd_record(int argc, char **argv);    /* record.c */
+int cmd_replay(int argc, char **argv);    /* replay.c */
+int cmd_engine(int argc, char **argv);    /* engine.c: `hpm __engine`, run by replay */
+int cmd_compare(int argc, char **argv);   /* compare.c */
+int cmd_analyze(int argc, char **argv);   /* analyze.c */
+int cmd_tune(int argc, char **argv);      /* tune.c */
+int cmd_tlbcost(int argc, char **argv);   /* tlbcost.c */
+int cmd_dump(int argc, char **argv);      /* dump.c */
+int cmd_reencode(int argc, char **argv);  /* dump.c */
+int cmd_tlbdecode(int argc, char **argv); /* tlb.c: `hpm __tlbdecode`, for the tests */
+int cmd_tlbsim(int argc, char **argv);    /* tlb.c: `hpm __tlbsim`, for the tests */
 
 /* TLB model (tlb.c).  */
 struct tlb_level {
@@ -102,6 +101,8 @@ struct tlb_geom {
   struct tlb_level l1_1g, l2_1g;
 };
 int tlb_geom_get(const char *spec, struct tlb_geom *g, char *err, size_t errlen);
+/* tlb_geom_get as an ARG_FN setter (args.h): FIELD is a struct tlb_geom.  */
+int tlb_geom_arg(void *field, const char *val, char *err, size_t errlen);
 void tlb_geom_list(FILE *f);
 struct tlb_sim;
 struct tlb_sim *tlb_sim_new(const struct tlb_geom *g);

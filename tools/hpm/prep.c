@@ -30,13 +30,10 @@ static inline size_t idmap_slot(const struct idmap *m, uint64_t k) {
   return i;
 }
 
-/* Leaves M empty: prep_build's error path frees it again.  */
+/* M's tables, whole, partly made (idmap_init failed) or never made.  */
 static void idmap_free(struct idmap *m) {
   free(m->key);
   free(m->val);
-  m->key = NULL;
-  m->val = NULL;
-  m->cap = 0;
 }
 
 /* --- helpers ---------------------------------------------------------------------- */
@@ -106,54 +103,70 @@ static uint32_t heap_pop(struct heap *h) {
   return top;
 }
 
-/* --- build --------------------------------------------------------------------------- */
-int prep_build(const struct hpm_trace *tr, struct prep *p, const char *name, char *err, size_t errlen) {
-  memset(p, 0, sizeof *p);
-  size_t n = tr->nev;
-  size_t *idx = malloc((n ? n : 1) * sizeof *idx);
-  struct idmap ids = { 0 };
-  if (!idx) goto oom;
-  for (size_t i = 0; i < n; i++) idx[i] = i;
-  qsort_r(idx, n, sizeof *idx, cmp_by_thread, tr->ev);
+/* --- build ---------------------------------------------------------------------------
+   prep_build runs these passes in order; each states what it needs from
+   the ones before it.  */
 
-  /* Threads.  */
-  uint32_t nth = 0;
+/* The state of the first passes over the events.  */
+struct builder {
+  const struct hpm_trace *tr;
+  size_t *idx;       /* event indexes, grouped by thread, in file order within one */
+  struct idmap ids;  /* object id -> dense object index */
+  uint32_t nthreads; /* distinct thread numbers */
+};
+
+static int oom(const struct hpm_trace *tr, char *err, size_t errlen) {
+  (void)snprintf(err, errlen, "out of memory preparing %zu events", tr->nev); /* a message: truncation is harmless */
+  return -1;
+}
+
+/* Pass 1, tables: sorts the event indexes by thread into B->idx, counts
+   the threads and the objects (successful allocations), and allocates
+   P->th, P->ops and P->obj and the id map for them.  Returns 0, or -1
+   with a message in ERR.  */
+static int prep_tables(struct builder *b, struct prep *p, char *err, size_t errlen) {
+  const struct hpm_trace *tr = b->tr;
+  size_t n = tr->nev, nalloc = 0;
+  b->idx = malloc((n ? n : 1) * sizeof *b->idx);
+  if (!b->idx) return oom(tr, err, errlen);
+  for (size_t i = 0; i < n; i++) b->idx[i] = i;
+  qsort_r(b->idx, n, sizeof *b->idx, cmp_by_thread, tr->ev);
   for (size_t i = 0; i < n; i++)
-    if (i == 0 || tr->ev[idx[i]].thread != tr->ev[idx[i - 1]].thread) nth++;
-  p->th = calloc(nth ? nth : 1, sizeof *p->th);
-  p->ops = malloc((n ? n : 1) * sizeof *p->ops);
-  if (!p->th || !p->ops) goto oom;
-
-  /* Objects: every successful allocation.  */
-  size_t nalloc = 0;
+    if (i == 0 || tr->ev[b->idx[i]].thread != tr->ev[b->idx[i - 1]].thread) b->nthreads++;
   for (size_t i = 0; i < n; i++)
     if (tr->ev[i].id) nalloc++;
   if (nalloc >= NONE32) {
     (void)snprintf(err, errlen, "too many objects (%zu)", nalloc); /* a message: truncation is harmless */
-    goto fail;
+    return -1;
   }
-  if (idmap_init(&ids, nalloc)) goto oom;
-  p->obj = calloc(nalloc ? nalloc : 1, sizeof *p->obj);
-  if (!p->obj) goto oom;
-
   p->events = n;
-  /* Pass 1: every object (so that a free may name an object that another
-     thread allocates later in the file), threads numbered densely.  */
+  p->th = calloc(b->nthreads ? b->nthreads : 1, sizeof *p->th);
+  p->ops = malloc((n ? n : 1) * sizeof *p->ops);
+  p->obj = calloc(nalloc ? nalloc : 1, sizeof *p->obj);
+  if (!p->th || !p->ops || !p->obj || idmap_init(&b->ids, nalloc)) return oom(tr, err, errlen);
+  return 0;
+}
+
+/* Pass 2, objects: numbers the threads densely (P->th[].number) and every
+   object in thread order, before any operation is built, so that a free
+   may name an object another thread allocates later in the file.  A
+   reused id is counted (P->dup_ids) and names its first object.  */
+static void number_objects(struct builder *b, struct prep *p) {
   uint32_t t = NONE32;
-  for (size_t k = 0; k < n; k++) {
-    const struct hpm_event *e = &tr->ev[idx[k]];
+  for (size_t k = 0; k < b->tr->nev; k++) {
+    const struct hpm_event *e = &b->tr->ev[b->idx[k]];
     if (t == NONE32 || e->thread != p->th[t].number) {
       t = t == NONE32 ? 0 : t + 1;
       p->th[t].number = e->thread;
     }
     if (!e->id) continue;
-    size_t s = idmap_slot(&ids, e->id);
-    if (ids.key[s]) {
+    size_t s = idmap_slot(&b->ids, e->id);
+    if (b->ids.key[s]) {
       p->dup_ids++;
       continue;
-    } /* reused id: refs name the first object */
-    ids.key[s] = e->id;
-    ids.val[s] = p->nobj;
+    }
+    b->ids.key[s] = e->id;
+    b->ids.val[s] = p->nobj;
     struct pobj *ob = &p->obj[p->nobj++];
     ob->size = req_size(e);
     ob->t_alloc = e->t;
@@ -161,174 +174,244 @@ int prep_build(const struct hpm_trace *tr, struct prep *p, const char *name, cha
     ob->alloc_thread = t;
     ob->free_thread = NONE32;
   }
-  /* Pass 2: the operations.  */
-  uint32_t next_obj = 0, nobj_unique = p->nobj;
-  t = NONE32;
-  for (size_t k = 0; k < n; k++) {
-    const struct hpm_event *e = &tr->ev[idx[k]];
+}
+
+/* The object that E (an event of thread T) frees or reallocates: sets
+   OP->ref, and OP->dep when another thread allocated it, and records the
+   free in P->obj.  Counts frees of NULL, of unknown objects and double
+   frees.  Returns 0, or -1 when E leaves nothing to replay.  */
+static int resolve_ref(struct prep *p, const struct idmap *ids, const struct hpm_event *e, uint32_t t, struct rop *op) {
+  int is_realloc = e->kind == HPM_REALLOC || e->kind == HPM_REALLOCARRAY;
+  if (e->kind != HPM_FREE && e->kind != HPM_FREE_SIZED && !is_realloc) return 0;
+  if (e->ref == HPM_REF_NULL) {
+    if (is_realloc) return 0;
+    p->null_frees++;
+    return -1;
+  }
+  if (e->ref == HPM_REF_UNKNOWN) {
+    p->unknown_frees++;
+    return is_realloc ? 0 : -1;
+  }
+  if ((e->flags & HPM_F_FAIL) && !(e->flags & HPM_F_OLD_FREED)) return -1; /* failed realloc: the old object stays */
+  size_t s = idmap_slot(ids, e->ref);
+  if (!ids->key[s]) {
+    p->unknown_frees++; /* allocated before the trace (or a bad id) */
+    return is_realloc ? 0 : -1;
+  }
+  uint32_t o = ids->val[s];
+  if (p->obj[o].free_thread != NONE32) {
+    p->double_frees++;
+    return is_realloc ? 0 : -1;
+  }
+  p->obj[o].free_thread = t;
+  p->obj[o].t_free = is_realloc ? e->t - e->dur : e->t;
+  op->ref = o;
+  if (p->obj[o].alloc_thread != t) op->dep = p->obj[o].alloc_thread;
+  return 0;
+}
+
+/* The operation replaying E, an allocating or freeing event of thread T;
+   *NEXT_OBJ is the next object (of pass 2's numbering) to be created.
+   Returns 0, or -1 when nothing of E is replayed.  */
+static int event_op(struct builder *b, struct prep *p, const struct hpm_event *e, uint32_t t, uint32_t *next_obj,
+                    struct rop *op) {
+  *op = (struct rop){ .kind = e->kind, .t = e->t, .obj = NONE32, .ref = NONE32, .dep = NONE32 };
+  if (e->flags & HPM_F_FAIL) p->failed++;
+  if (resolve_ref(p, &b->ids, e, t, op)) return -1;
+  if (e->flags & HPM_F_FAIL) {
+    if (op->ref == NONE32) return -1;
+    op->kind = HPM_FREE; /* realloc(p, 0) that freed p */
+  }
+  if (e->id) {
+    size_t s = idmap_slot(&b->ids, e->id);
+    if (b->ids.val[s] == *next_obj && *next_obj < p->nobj) {
+      op->obj = (*next_obj)++;
+      op->size = p->obj[op->obj].size;
+    } else if (op->ref == NONE32)
+      return -1; /* a reused id: not replayed */
+    else
+      op->kind = HPM_FREE;
+  }
+  if (e->kind >= HPM_MEMALIGN && e->kind <= HPM_ALIGNED_ALLOC)
+    op->align = e->arg > UINT32_MAX ? UINT32_MAX : (uint32_t)e->arg;
+  return 0;
+}
+
+/* Pass 3, operations: P->ops grouped by thread in program order, with
+   each thread's first op, count, times, tid and totals, and the counts by
+   kind.  Needs pass 2's objects.  */
+static void build_ops(struct builder *b, struct prep *p) {
+  uint32_t t = NONE32, next_obj = 0;
+  for (size_t k = 0; k < b->tr->nev; k++) {
+    const struct hpm_event *e = &b->tr->ev[b->idx[k]];
     if (t == NONE32 || e->thread != p->th[t].number) {
       t = t == NONE32 ? 0 : t + 1;
       p->th[t].first_op = p->nops;
       p->th[t].t_first = e->t;
     }
     struct pthread_info *ti = &p->th[t];
+    struct rop op;
     ti->t_last = e->t;
     p->kind_count[e->kind]++;
-    if (e->kind == HPM_THREAD_START) {
-      if (!ti->tid) ti->tid = e->arg;
-      continue;
+    if (e->kind == HPM_THREAD_START && !ti->tid) ti->tid = e->arg;
+    if (e->kind == HPM_THREAD_START || e->kind == HPM_THREAD_EXIT) continue;
+    if (event_op(b, p, e, t, &next_obj, &op)) continue;
+    if (op.obj != NONE32) {
+      if (op.size > p->max_size) p->max_size = op.size;
+      ti->allocs++;
+      ti->bytes += op.size > UINT64_MAX - ti->bytes ? 0 : op.size;
     }
-    if (e->kind == HPM_THREAD_EXIT) continue;
-    struct rop op = { .kind = e->kind, .t = e->t, .obj = NONE32, .ref = NONE32, .dep = NONE32 };
-    int is_realloc = e->kind == HPM_REALLOC || e->kind == HPM_REALLOCARRAY;
-    if (e->flags & HPM_F_FAIL) p->failed++;
-    /* The object freed or moved.  */
-    if (e->kind == HPM_FREE || e->kind == HPM_FREE_SIZED || is_realloc) {
-      if (e->ref == HPM_REF_NULL) {
-        if (!is_realloc) {
-          p->null_frees++;
-          continue;
-        }
-      } else if (e->ref == HPM_REF_UNKNOWN) {
-        p->unknown_frees++;
-        if (!is_realloc) continue;
-      } else if ((e->flags & HPM_F_FAIL) && !(e->flags & HPM_F_OLD_FREED)) {
-        continue; /* failed realloc: the old object stays; nothing to replay */
-      } else {
-        size_t s = idmap_slot(&ids, e->ref);
-        if (!ids.key[s]) {
-          p->unknown_frees++; /* allocated before the trace (or a bad id) */
-          if (!is_realloc) continue;
-        } else {
-          uint32_t o = ids.val[s];
-          if (p->obj[o].free_thread != NONE32) {
-            p->double_frees++;
-            if (!is_realloc) continue;
-          } else {
-            p->obj[o].free_thread = t;
-            p->obj[o].t_free = is_realloc ? e->t - e->dur : e->t;
-            op.ref = o;
-            if (p->obj[o].alloc_thread != t) op.dep = p->obj[o].alloc_thread;
-          }
-        }
-      }
-    }
-    if (e->flags & HPM_F_FAIL) {
-      if (op.ref == NONE32) continue;
-      op.kind = HPM_FREE; /* realloc(p, 0) that freed p */
-    }
-    if (e->id) {
-      size_t s = idmap_slot(&ids, e->id);
-      if (ids.val[s] == next_obj && next_obj < nobj_unique) {
-        op.obj = next_obj++;
-        op.size = p->obj[op.obj].size;
-        if (op.size > p->max_size) p->max_size = op.size;
-        ti->allocs++;
-        ti->bytes += op.size > UINT64_MAX - ti->bytes ? 0 : op.size;
-      } else if (op.ref == NONE32)
-        continue; /* a reused id: not replayed */
-      else
-        op.kind = HPM_FREE;
-    }
-    if (e->kind >= HPM_MEMALIGN && e->kind <= HPM_ALIGNED_ALLOC)
-      op.align = e->arg > UINT32_MAX ? UINT32_MAX : (uint32_t)e->arg;
     if (op.ref != NONE32) ti->frees++;
     p->ops[p->nops++] = op;
     ti->nops++;
   }
-  p->nthreads = nth;
-  free(idx);
-  idx = NULL;
-  idmap_free(&ids);
+  p->nthreads = b->nthreads;
+}
 
-  /* Serial order by time respecting dependencies; a thread whose next op
-     waits for an object not yet allocated parks on that object.  */
-  p->serial = malloc((p->nops ? p->nops : 1) * sizeof *p->serial);
-  size_t *pos = calloc(nth ? nth : 1, sizeof *pos);
-  uint32_t *waiter = malloc((p->nobj ? p->nobj : 1) * sizeof *waiter);
-  uint8_t *done = calloc(p->nobj ? p->nobj : 1, 1);
-  struct heap h = { malloc((nth ? nth : 1) * sizeof(uint32_t)), 0, p, pos };
-  if (!p->serial || !pos || !waiter || !done || !h.a) {
-    free(pos);
-    free(waiter);
-    free(done);
-    free(h.a);
-    goto oom;
-  }
-  memset(waiter, 0xFF, (p->nobj ? p->nobj : 1) * sizeof *waiter);
-  for (uint32_t i = 0; i < nth; i++)
-    if (p->th[i].nops) heap_push(&h, i);
+/* Scratch state of the serial scheduler.  */
+struct sched {
+  size_t *pos;      /* per thread: its ops already placed */
+  uint32_t *waiter; /* per object: the thread parked until it exists, or NONE32 */
+  uint8_t *done;    /* per object: created */
+  struct heap h;    /* threads ready to run, by the time of their next op */
+};
+
+static void sched_free(struct sched *sc) {
+  free(sc->pos);
+  free(sc->waiter);
+  free(sc->done);
+  free(sc->h.a);
+}
+
+static int sched_init(struct sched *sc, const struct prep *p) {
+  size_t nth = p->nthreads ? p->nthreads : 1, nobj = p->nobj ? p->nobj : 1;
+  sc->pos = calloc(nth, sizeof *sc->pos);
+  sc->waiter = malloc(nobj * sizeof *sc->waiter);
+  sc->done = calloc(nobj, 1);
+  sc->h = (struct heap){ malloc(nth * sizeof(uint32_t)), 0, p, sc->pos };
+  if (!sc->pos || !sc->waiter || !sc->done || !sc->h.a) return -1;
+  memset(sc->waiter, 0xFF, nobj * sizeof *sc->waiter);
+  return 0;
+}
+
+/* Place ops into P->serial by time, each after the op that creates the
+   object it frees; a thread whose next op waits for an object not yet
+   created parks on that object.  A free that precedes its allocation in
+   the same thread (impossible in a real trace) is dropped and counted
+   (P->bad_order).  Returns how many ops were placed: fewer than P->nops
+   when the rest wait on each other (a cycle).  */
+static size_t schedule(struct prep *p, struct sched *sc) {
   size_t ns = 0;
-  uint64_t live = 0;
-  while (h.n) {
-    uint32_t th = heap_pop(&h);
-    struct rop *op = &p->ops[p->th[th].first_op + pos[th]];
-    if (op->ref != NONE32 && !done[op->ref]) {
-      if (op->dep == NONE32) {
-        /* Same thread frees before allocating: impossible in a real trace.  */
-        p->bad_order++;
-        op->ref = NONE32;
-        if (op->obj == NONE32) op->kind = HPM_THREAD_EXIT; /* a no-op */
-      } else {
-        waiter[op->ref] = th;
+  for (uint32_t i = 0; i < p->nthreads; i++)
+    if (p->th[i].nops) heap_push(&sc->h, i);
+  while (sc->h.n) {
+    uint32_t th = heap_pop(&sc->h);
+    struct rop *op = &p->ops[p->th[th].first_op + sc->pos[th]];
+    if (op->ref != NONE32 && !sc->done[op->ref]) {
+      if (op->dep != NONE32) {
+        sc->waiter[op->ref] = th;
         continue;
       }
+      p->bad_order++;
+      op->ref = NONE32;
+      if (op->obj == NONE32) op->kind = HPM_THREAD_EXIT; /* a no-op */
     }
     p->serial[ns++] = (size_t)(op - p->ops);
+    if (op->obj != NONE32) {
+      sc->done[op->obj] = 1;
+      if (sc->waiter[op->obj] != NONE32) {
+        heap_push(&sc->h, sc->waiter[op->obj]);
+        sc->waiter[op->obj] = NONE32;
+      }
+    }
+    if (++sc->pos[th] < p->th[th].nops) heap_push(&sc->h, th);
+  }
+  return ns;
+}
+
+/* The error for a schedule that placed NS of P's ops: names one stuck
+   thread and the object it waits for.  Messages: truncation is harmless.  */
+static int cycle_error(const struct prep *p, const size_t *pos, size_t ns, char *err, size_t errlen) {
+  uint32_t th = 0;
+  while (th < p->nthreads && pos[th] == p->th[th].nops) th++;
+  const struct rop *op = th < p->nthreads ? &p->ops[p->th[th].first_op + pos[th]] : NULL;
+  if (op && op->ref < p->nobj)
+    (void)snprintf(err, errlen,
+                   "cycle in cross-thread ordering: %zu of %zu operations cannot run "
+                   "(thread %u waits for object %u of thread %u, which waits too)",
+                   p->nops - ns, p->nops, p->th[th].number, op->ref, p->th[p->obj[op->ref].alloc_thread].number);
+  else
+    (void)snprintf(err, errlen, "cycle in cross-thread ordering: %zu of %zu operations cannot run", p->nops - ns,
+                   p->nops);
+  return -1;
+}
+
+/* Pass 4, serial order and cycle detection: fills P->serial (see
+   schedule).  Needs pass 3's ops.  Returns 0, or -1 with a message in ERR
+   (out of memory, or a cycle in cross-thread ordering).  */
+static int serial_order(const struct hpm_trace *tr, struct prep *p, char *err, size_t errlen) {
+  struct sched sc = { 0 };
+  int rc = 0;
+  p->serial = malloc((p->nops ? p->nops : 1) * sizeof *p->serial);
+  if (!p->serial || sched_init(&sc, p))
+    rc = oom(tr, err, errlen);
+  else {
+    size_t ns = schedule(p, &sc);
+    if (ns != p->nops) rc = cycle_error(p, sc.pos, ns, err, errlen);
+  }
+  sched_free(&sc);
+  return rc;
+}
+
+/* Pass 5, peak: live bytes along the serial order; their maximum
+   (P->peak_live), where it is reached (P->peak_serial, P->peak_t) and the
+   last op's time (P->end_t).  Needs pass 4's order.  */
+static void find_peak(struct prep *p) {
+  uint64_t live = 0;
+  for (size_t k = 0; k < p->nops; k++) {
+    const struct rop *op = &p->ops[p->serial[k]];
     if (op->ref != NONE32) live -= p->obj[op->ref].size > live ? live : p->obj[op->ref].size;
     if (op->obj != NONE32) {
       uint64_t s = p->obj[op->obj].size;
       live = s > UINT64_MAX - live ? UINT64_MAX : live + s;
       if (live > p->peak_live) {
         p->peak_live = live;
-        p->peak_serial = ns - 1;
+        p->peak_serial = k;
         p->peak_t = op->t;
-      }
-      done[op->obj] = 1;
-      if (waiter[op->obj] != NONE32) {
-        heap_push(&h, waiter[op->obj]);
-        waiter[op->obj] = NONE32;
       }
     }
     if (op->t > p->end_t) p->end_t = op->t;
-    if (++pos[th] < p->th[th].nops) heap_push(&h, th);
   }
-  free(waiter);
-  free(done);
-  free(h.a);
-  if (ns != p->nops) {
-    /* Find one stuck thread to name.  */
-    uint32_t th = 0;
-    while (th < nth && pos[th] == p->th[th].nops) th++;
-    const struct rop *op = th < nth ? &p->ops[p->th[th].first_op + pos[th]] : NULL;
-    /* A message: truncation is harmless.  */
-    if (op && op->ref < p->nobj)
-      (void)snprintf(err, errlen,
-                     "cycle in cross-thread ordering: %zu of %zu operations cannot run "
-                     "(thread %u waits for object %u of thread %u, which waits too)",
-                     p->nops - ns, p->nops, p->th[th].number, op->ref, p->th[p->obj[op->ref].alloc_thread].number);
-    else
-      (void)snprintf(err, errlen, "cycle in cross-thread ordering: %zu of %zu operations cannot run", p->nops - ns,
-                     p->nops);
-    free(pos);
-    prep_free(p);
-    return -1;
-  }
-  free(pos);
+}
+
+/* What the passes ignored, one warning a kind.  */
+static void warn_ignored(const struct prep *p, const char *name) {
   if (p->unknown_frees)
     warn(name, "%llu frees of objects the trace never allocated (ignored)", (unsigned long long)p->unknown_frees);
   if (p->double_frees) warn(name, "%llu double frees (ignored)", (unsigned long long)p->double_frees);
   if (p->dup_ids) warn(name, "%llu object ids reused", (unsigned long long)p->dup_ids);
   if (p->bad_order)
     warn(name, "%llu frees before their allocation in the same thread (ignored)", (unsigned long long)p->bad_order);
+}
+
+int prep_build(const struct hpm_trace *tr, struct prep *p, const char *name, char *err, size_t errlen) {
+  struct builder b = { .tr = tr };
+  memset(p, 0, sizeof *p);
+  int rc = prep_tables(&b, p, err, errlen);
+  if (rc == 0) {
+    number_objects(&b, p);
+    build_ops(&b, p);
+  }
+  free(b.idx);
+  idmap_free(&b.ids);
+  if (rc == 0) rc = serial_order(tr, p, err, errlen);
+  if (rc) {
+    prep_free(p);
+    return -1;
+  }
+  find_peak(p);
+  warn_ignored(p, name);
   return 0;
-oom:
-  (void)snprintf(err, errlen, "out of memory preparing %zu events", n); /* a message: truncation is harmless */
-fail:
-  free(idx);
-  idmap_free(&ids);
-  prep_free(p);
-  return -1;
 }
 
 void prep_free(struct prep *p) {
@@ -339,7 +422,7 @@ void prep_free(struct prep *p) {
   memset(p, 0, sizeof *p);
 }
 
-int load_trace(const char *file, struct hpm_trace *tr, struct prep *p, int quiet) {
+int load_trace(const char *file, struct hpm_trace *tr, struct prep *p) {
   char err[512];
   progress("reading %s", file);
   if (hpm_trace_read_file(file, tr, err, sizeof err)) {
@@ -347,7 +430,7 @@ int load_trace(const char *file, struct hpm_trace *tr, struct prep *p, int quiet
     fprintf(stderr, "hpm: %s\n", err);
     return -1;
   }
-  if (tr->warning[0] && !quiet) fprintf(stderr, "hpm: warning: %s\n", tr->warning);
+  if (tr->warning[0]) fprintf(stderr, "hpm: warning: %s\n", tr->warning);
   if (p && prep_build(tr, p, file, err, sizeof err)) {
     progress_done();
     fprintf(stderr, "hpm: %s: %s\n", file, err);

@@ -1,8 +1,9 @@
-/* hpm: replaying a prepared trace in a child process under an allocator.
-   MIT licence.  */
+/* hpm: replaying a prepared trace in a child process under an allocator:
+   the driver (replay.c) and the engine (engine.c) it runs.  MIT licence.  */
 #ifndef HPM_REPLAY_H
 #define HPM_REPLAY_H
 
+#include "args.h"
 #include "hpm.h"
 
 enum { TOUCH_NONE, TOUCH_FIRST, TOUCH_FULL };
@@ -16,17 +17,32 @@ struct replay_opts {
   double walk_ns; /* measured cost of a walk, 0: unknown */
 };
 
-/* Write P as a replay image into a memfd; returns the fd or -1.  */
-int replay_image(const struct prep *p, const struct replay_opts *o);
+/* The options replay, compare and tune share (--threads, --touch, --tlb),
+   for an ARG_TABLE entry whose offset is the struct replay_opts.  */
+extern const struct arg_opt replay_common_args[];
+
 /* Run one replay of image FD in a child; the child's JSON (one line) into
    OUT.  Returns 0, or -1 with a message on stderr.  */
 int replay_run(int fd, const struct replay_opts *o, char *out, size_t outlen);
-/* Read FILE, check it fits (replay_check_limits) and write its replay
-   image: the image's fd, or -1 after a message on stderr.  */
+/* Read FILE, check it fits in MAX_MEM (its largest allocation and its peak
+   of live bytes) and write its replay image into a memfd: the image's fd,
+   or -1 after a message on stderr.  */
 int replay_load(const char *file, const struct replay_opts *o, uint64_t max_mem);
-/* Check the trace fits this machine (sizes, peak).  */
-int replay_check_limits(const struct prep *p, const char *file, uint64_t max_mem);
-uint64_t replay_default_max_mem(void);
-int replay_parse_common(const char *arg, const char *val, struct replay_opts *o, int *used);
+uint64_t replay_default_max_mem(void); /* 80% of RAM */
+
+/* The replay image: the driver writes it into a memfd, the engine maps it
+   read-only.  A header, then the threads, the ops (64-byte aligned) and the
+   serial order.  */
+#define IMG_MAGIC "HPMIMG01"
+struct img_hdr {
+  char magic[8];
+  uint32_t nthreads, nobj;
+  uint64_t nops, peak_op, peak_live; /* peak_op: the op after which live bytes peak, UINT64_MAX: none */
+  struct tlb_geom geom;
+  uint64_t off_threads, off_ops, off_serial, total;
+};
+struct img_thread {
+  uint64_t first_op, nops;
+};
 
 #endif

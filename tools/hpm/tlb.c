@@ -1,7 +1,8 @@
 /* hpm: the TLB model (geometry from CPUID or a preset; a set-associative
-   LRU simulation of an L1 dTLB per page size and a shared L2 TLB) and
-   `hpm tlbcost`, which measures what a TLB miss costs on this machine.
-   MIT licence.  */
+   LRU simulation of an L1 dTLB per page size and a shared L2 TLB), and
+   the test commands `hpm __tlbdecode` and `hpm __tlbsim`.  What a TLB miss
+   costs is measured by `hpm tlbcost` (tlbcost.c).  MIT licence.  */
+#include "args.h"
 #include "hpm.h"
 
 #include <errno.h>
@@ -9,9 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <stddef.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
@@ -189,19 +188,44 @@ static int hex_fields(const char *s, unsigned *v, int n) {
   return *s ? -1 : 0;
 }
 
+struct tlbtest_opts {
+  const char *file; /* __tlbdecode */
+  struct tlb_geom geom;
+  int page, npages, rounds;
+};
+
+static const struct arg_opt tlbdecode_args[] = {
+  { .name = "FILE",
+    .kind = ARG_STR,
+    .off = offsetof(struct tlbtest_opts, file),
+    .required = 1,
+    .doc = "lines \"leaf subleaf eax ebx ecx edx\" in hexadecimal" },
+  { 0 },
+};
+
+static const struct arg_cmd tlbdecode_cmd = {
+  .name = "__tlbdecode",
+  .synopsis = "usage: hpm __tlbdecode FILE\n",
+  .help = "Tests: the TLB geometry decoded from a dump of CPUID leaves.\n",
+  .args = tlbdecode_args,
+};
+
 int cmd_tlbdecode(int argc, char **argv) {
   static struct cpuid_table t;
-  FILE *f = argc == 2 ? fopen(argv[1], "r") : NULL;
+  struct tlbtest_opts o = { 0 };
+  int rc = args_parse(&tlbdecode_cmd, argc, argv, &o);
+  if (rc != ARGS_RUN) return rc;
+  FILE *f = fopen(o.file, "r");
   if (!f) {
-    fprintf(stderr, "usage: hpm __tlbdecode FILE\n");
-    return 2;
+    fprintf(stderr, "hpm: %s: %s\n", o.file, strerror(errno));
+    return 1;
   }
   char line[256];
   while (t.n < 64 && fgets(line, sizeof line, f) && hex_fields(line, t.v[t.n], 6) == 0) t.n++;
   (void)fclose(f); /* opened for reading: nothing to lose */
   struct tlb_geom g;
   if (tlb_decode(cpuid_from_table, &t, &g)) {
-    fprintf(stderr, "hpm: no TLB geometry in %s\n", argv[1]);
+    fprintf(stderr, "hpm: no TLB geometry in %s\n", o.file);
     return 1;
   }
   printf("%s l1_4k=%u/%u l1_2m=%u/%u l2=%u/%u l1_1g=%u/%u l2_1g=%u/%u\n", g.name, g.l1_4k.entries, g.l1_4k.ways,
@@ -210,30 +234,59 @@ int cmd_tlbdecode(int argc, char **argv) {
   return 0;
 }
 
-/* Tests: `hpm __tlbsim SPEC PAGE NPAGES ROUNDS` touches NPAGES pages of size
-   PAGE (0 4K, 1 2M, 2 1G, or a shift) in order, ROUNDS times, through the
-   model of SPEC (as --tlb) and prints "accesses=A l1_misses=M walks=W".  */
+int tlb_geom_arg(void *field, const char *val, char *err, size_t errlen) {
+  return tlb_geom_get(val, field, err, errlen);
+}
+
+static int set_page(void *field, const char *val, char *err, size_t errlen) {
+  unsigned long long v;
+  if (parse_uint(val, 0, 40, &v) || (v > 2 && v < 12)) {
+    (void)snprintf(err, errlen, "expected 0 (4 KiB), 1 (2 MiB), 2 (1 GiB) or a page shift from 12 to 40"); /* fits */
+    return -1;
+  }
+  *(int *)field = (int)v;
+  return 0;
+}
+
+static const struct arg_opt tlbsim_args[] = {
+  { .name = "SPEC", .kind = ARG_FN, .off = offsetof(struct tlbtest_opts, geom), .set = tlb_geom_arg, .required = 1 },
+  { .name = "PAGE", .kind = ARG_FN, .off = offsetof(struct tlbtest_opts, page), .set = set_page, .required = 1 },
+  { .name = "NPAGES",
+    .kind = ARG_INT,
+    .off = offsetof(struct tlbtest_opts, npages),
+    .min = 1,
+    .max = 1u << 20,
+    .required = 1 },
+  { .name = "ROUNDS",
+    .kind = ARG_INT,
+    .off = offsetof(struct tlbtest_opts, rounds),
+    .min = 1,
+    .max = 1000,
+    .required = 1 },
+  { 0 },
+};
+
+static const struct arg_cmd tlbsim_cmd = {
+  .name = "__tlbsim",
+  .synopsis = "usage: hpm __tlbsim SPEC PAGE NPAGES ROUNDS\n",
+  .help = "Tests: touches NPAGES pages of size PAGE (0 4K, 1 2M, 2 1G, or a shift) in\n"
+          "order, ROUNDS times, through the model of SPEC (as --tlb) and prints\n"
+          "\"accesses=A l1_misses=M walks=W\".\n",
+  .args = tlbsim_args,
+};
+
 int cmd_tlbsim(int argc, char **argv) {
-  struct tlb_geom g;
-  char err[256];
-  unsigned long long page, npages, rounds;
-  if (argc != 5 || parse_uint(argv[2], 0, 40, &page) || (page > 2 && page < 12) ||
-      parse_uint(argv[3], 1, 1u << 20, &npages) || parse_uint(argv[4], 1, 1000, &rounds)) {
-    fprintf(stderr, "usage: hpm __tlbsim SPEC PAGE NPAGES ROUNDS\n");
-    return 2;
-  }
-  if (tlb_geom_get(argv[1], &g, err, sizeof err)) {
-    fprintf(stderr, "hpm: %s\n", err);
-    return 2;
-  }
-  struct tlb_sim *s = tlb_sim_new(&g);
+  struct tlbtest_opts o = { 0 };
+  int rc = args_parse(&tlbsim_cmd, argc, argv, &o);
+  if (rc != ARGS_RUN) return rc;
+  struct tlb_sim *s = tlb_sim_new(&o.geom);
   if (!s) {
     fprintf(stderr, "hpm: out of memory\n");
     return 1;
   }
-  unsigned shift = page >= 12 ? (unsigned)page : page == 2 ? 30 : page == 1 ? 21 : 12;
-  for (unsigned long long r = 0; r < rounds; r++)
-    for (unsigned long long i = 0; i < npages; i++) tlb_sim_access(s, (1ull << 40) + (i << shift), (int)page);
+  unsigned shift = o.page >= 12 ? (unsigned)o.page : o.page == 2 ? 30 : o.page == 1 ? 21 : 12;
+  for (int r = 0; r < o.rounds; r++)
+    for (uint64_t i = 0; i < (uint64_t)o.npages; i++) tlb_sim_access(s, (1ull << 40) + (i << shift), o.page);
   uint64_t acc, l1m, walks;
   tlb_sim_counts(s, &acc, &l1m, &walks);
   tlb_sim_free(s);
@@ -436,182 +489,4 @@ void tlb_sim_free(struct tlb_sim *s) {
   free(s->l2g.tag);
   free(s->l2g.age);
   free(s);
-}
-
-/* --- tlbcost --------------------------------------------------------------------- */
-static const char tlbcost_usage[] = "usage: hpm tlbcost [--max SIZE] [--reads N] [--no-save]\n"
-                                    "Measures the latency of a dependent load (pointer chase, one cache line per\n"
-                                    "page, random order) over growing working sets on 4 KiB pages, THP\n"
-                                    "(MADV_HUGEPAGE) and hugetlbfs pages (when the pool has pages), and prints\n"
-                                    "nanoseconds per load by working-set size.  The extra latency of 4 KiB over\n"
-                                    "huge pages at the largest size is the cost of a TLB miss (page walk); it is\n"
-                                    "saved to $XDG_CACHE_HOME/hpm/tlbcost (or ~/.cache/hpm/tlbcost) where\n"
-                                    "`hpm replay` reads it to turn model misses into time.  Default --max 1G.\n";
-
-static const char *cache_path(void) {
-  static char path[4096];
-  const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-  if (getenv("HPM_TLBCOST_FILE")) return getenv("HPM_TLBCOST_FILE");
-  int n;
-  if (x && *x)
-    n = snprintf(path, sizeof path, "%s/hpm/tlbcost", x);
-  else if (home && *home)
-    n = snprintf(path, sizeof path, "%s/.cache/hpm/tlbcost", home);
-  else
-    return NULL;
-  return n > 0 && (size_t)n < sizeof path ? path : NULL; /* too long: no cache */
-}
-
-double tlbcost_cached_ns(void) {
-  const char *p = cache_path();
-  FILE *f = p ? fopen(p, "r") : NULL;
-  double v = 0;
-  if (f) {
-    char line[128];
-    if (fgets(line, sizeof line, f) && !strncmp(line, "walk_ns ", 8)) {
-      char *end;
-      v = strtod(line + 8, &end);
-      if (end == line + 8 || (*end && *end != '\n')) v = 0;
-    }
-    if (!(v > 0 && v < 10000)) v = 0;
-    (void)fclose(f); /* opened for reading: nothing to lose */
-  }
-  return v;
-}
-
-static uint64_t rng_state = 88172645463325252ull;
-static uint64_t rng(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
-}
-
-/* ns per dependent load over SIZE bytes of MEM, one line per 4 KiB page.  */
-static double chase(unsigned char *mem, size_t size, uint64_t reads) {
-  size_t pages = size / 4096;
-  size_t *perm = calloc(pages ? pages : 1, sizeof *perm);
-  if (!perm || pages < 2) {
-    free(perm);
-    return -1;
-  }
-  for (size_t i = 0; i < pages; i++) perm[i] = i;
-  for (size_t i = pages - 1; i > 0; i--) {
-    size_t j = rng() % (i + 1), t = perm[i];
-    perm[i] = perm[j];
-    perm[j] = t;
-  }
-  /* Vary the line within the page so that cache sets are spread.  */
-  for (size_t i = 0; i < pages; i++) {
-    size_t from = perm[i] * 4096 + (perm[i] % 64) * 64, nx = perm[(i + 1) % pages];
-    *(void **)(mem + from) = mem + nx * 4096 + (nx % 64) * 64;
-  }
-  void **p = (void **)(mem + perm[0] * 4096 + (perm[0] % 64) * 64);
-  for (size_t i = 0; i < pages; i++) p = *p; /* warm */
-  double t0 = now_s();
-  for (uint64_t i = 0; i < reads; i++) p = *p;
-  double dt = now_s() - t0;
-  __asm__ volatile("" : : "r"(p));
-  free(perm);
-  return dt * 1e9 / (double)reads;
-}
-
-int cmd_tlbcost(int argc, char **argv) {
-  uint64_t max = 1ull << 30, reads = 2000000;
-  int save = 1;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      fputs(tlbcost_usage, stdout);
-      return 0;
-    }
-    if (!strcmp(argv[i], "--max") && i + 1 < argc) {
-      if (parse_size(argv[++i], &max) || max < (4u << 20) || max > (64ull << 30)) {
-        fprintf(stderr, "hpm tlbcost: bad --max %s (4M..64G)\n", argv[i]);
-        return 2;
-      }
-    } else if (!strcmp(argv[i], "--reads") && i + 1 < argc) {
-      if (parse_size(argv[++i], &reads) || reads < 1000) {
-        fprintf(stderr, "hpm tlbcost: bad --reads\n");
-        return 2;
-      }
-    } else if (!strcmp(argv[i], "--no-save"))
-      save = 0;
-    else {
-      fprintf(stderr, "hpm tlbcost: bad argument %s\n%s", argv[i], tlbcost_usage);
-      return 2;
-    }
-  }
-  max &= ~((2ull << 20) - 1);
-  const char *names[3] = { "4K", "THP", "hugetlb" };
-  unsigned char *mem[3] = { NULL, NULL, NULL };
-  for (int k = 0; k < 3; k++) {
-    void *m;
-    if (k == 2)
-      m = mmap(NULL, max, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE, -1, 0);
-    else {
-      /* Over-map by 2 MiB and align, so THP can back every huge page.  */
-      m = mmap(NULL, max + (2u << 20), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (m != MAP_FAILED) {
-        m = (void *)(((uintptr_t)m + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1));
-        madvise(m, max, k == 0 ? MADV_NOHUGEPAGE : MADV_HUGEPAGE);
-        memset(m, 1, max);
-      }
-    }
-    mem[k] = m == MAP_FAILED ? NULL : m;
-  }
-  printf("%-12s %10s %10s %10s   (ns per dependent load, random page order)\n", "working set", names[0], names[1],
-         names[2]);
-  double last[3] = { 0, 0, 0 };
-  for (uint64_t ws = 1u << 20; ws <= max; ws *= 2) {
-    char lab[32];
-    /* fits: at most 64 GiB */
-    if (ws >= (1u << 30))
-      (void)snprintf(lab, sizeof lab, "%llu GiB", (unsigned long long)(ws >> 30));
-    else
-      (void)snprintf(lab, sizeof lab, "%llu MiB", (unsigned long long)(ws >> 20));
-    printf("%-12s", lab);
-    for (int k = 0; k < 3; k++) {
-      progress("tlbcost: %s on %s", lab, names[k]);
-      double v = mem[k] ? chase(mem[k], ws, reads) : -1;
-      progress_done();
-      if (v < 0)
-        printf(" %10s", "-");
-      else {
-        printf(" %10.1f", v);
-        last[k] = v;
-      }
-    }
-    putchar('\n');
-    (void)fflush(stdout); /* show the row now; a write error is reported at exit (main) */
-  }
-  double huge = last[1] > 0 ? last[1] : last[2];
-  double walk = last[0] > 0 && huge > 0 ? last[0] - huge : 0;
-  if (walk < 0) walk = 0;
-  printf("TLB miss cost (4K minus huge at %llu MiB): %.1f ns\n", (unsigned long long)(max >> 20), walk);
-  if (!mem[2]) printf("(hugetlb: no pages in the pool; as root: echo N > /proc/sys/vm/nr_hugepages)\n");
-  const char *cp = cache_path();
-  if (save && cp && walk > 0) {
-    char dir[4096];
-    (void)snprintf(dir, sizeof dir, "%s", cp); /* fits: cache_path() is shorter than 4096 */
-    for (char *s = dir + 1; *s; s++)
-      if (*s == '/') {
-        *s = 0;
-        mkdir(dir, 0755);
-        *s = '/';
-      }
-    FILE *f = fopen(cp, "w");
-    int ok = 0;
-    if (f) {
-      fprintf(f, "walk_ns %.2f\n", walk);
-      ok = !ferror(f);
-      ok &= fclose(f) == 0;
-    }
-    if (ok)
-      printf("saved to %s\n", cp);
-    else
-      fprintf(stderr, "hpm tlbcost: %s: %s\n", cp, strerror(errno));
-  }
-  for (int k = 0; k < 3; k++)
-    if (mem[k]) munmap(mem[k], max);
-  return 0;
 }

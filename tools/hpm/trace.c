@@ -239,7 +239,76 @@ static int get_ref(struct cursor *c, uint64_t last_id, uint64_t *ref) {
   return 0;
 }
 
-/* Decode one chunk's payload into EV (room for NEV events).  */
+/* The fields of E that follow its time, by E->kind, from C; LAST_ID: the
+   chunk's previous id, against which references are coded.  Returns 0, or
+   nonzero when the payload ends inside them or a number is overlong.  */
+static int decode_fields(struct cursor *c, uint64_t last_id, struct hpm_event *e) {
+  switch (e->kind) {
+  case HPM_MALLOC:
+  case HPM_VALLOC:
+  case HPM_PVALLOC: return get_varint(c, &e->size);
+  case HPM_CALLOC: return get_varint(c, &e->arg) || get_varint(c, &e->size);
+  case HPM_REALLOC: return get_ref(c, last_id, &e->ref) || get_varint(c, &e->size) || get_varint(c, &e->dur);
+  case HPM_REALLOCARRAY:
+    return get_ref(c, last_id, &e->ref) || get_varint(c, &e->arg) || get_varint(c, &e->size) || get_varint(c, &e->dur);
+  case HPM_FREE: return get_ref(c, last_id, &e->ref);
+  case HPM_FREE_SIZED: return get_ref(c, last_id, &e->ref) || get_varint(c, &e->size);
+  case HPM_MEMALIGN:
+  case HPM_POSIX_MEMALIGN:
+  case HPM_ALIGNED_ALLOC: return get_varint(c, &e->arg) || get_varint(c, &e->size);
+  case HPM_THREAD_START: {
+    uint64_t parent = 0;
+    if (get_varint(c, &e->arg) || get_varint(c, &parent)) return -1;
+    e->arg2 = (uint16_t)(parent > 0xFFFF ? 0xFFFF : parent);
+    return 0;
+  }
+  default: return 0;
+  }
+}
+
+/* Are the flag bits of OP (an event's first byte) valid for its kind?  */
+static int valid_flags(unsigned op) {
+  unsigned kind = op & 0x0F;
+  int allocates = hpm_kind_allocates(kind), is_realloc = kind == HPM_REALLOC || kind == HPM_REALLOCARRAY;
+  return !((op & 0x80) || ((op & HPM_F_IMPLICIT) && (!allocates || (op & HPM_F_FAIL))) ||
+           ((op & HPM_F_FAIL) && !allocates) || ((op & HPM_F_OLD_FREED) && !(is_realloc && (op & HPM_F_FAIL))));
+}
+
+/* One event of chunk CI (of FILE) from C into E; *T and *LAST_ID: the
+   chunk's running time and id, advanced.  Returns 0, or -1 with a message
+   naming the event's offset in ERR.  */
+static int decode_event(const unsigned char *file, const struct hpm_chunk_info *ci, struct cursor *c, uint64_t *t,
+                        uint64_t *last_id, struct hpm_event *e, char *err, size_t errlen) {
+  uint64_t off = (uint64_t)(c->p - file), dt;
+  memset(e, 0, sizeof *e);
+  unsigned op = *c->p++;
+  e->kind = op & 0x0F;
+  e->flags = op & 0xF0;
+  e->thread = ci->thread;
+  if (e->kind >= HPM_NKINDS) return fail(err, errlen, off, "unknown event kind %u", e->kind);
+  if (!valid_flags(op)) return fail(err, errlen, off, "invalid flags 0x%02x for %s", op & 0xF0, hpm_kind_name(e->kind));
+  if (get_varint(c, &dt) || dt > (UINT64_MAX >> 2) - *t) return fail(err, errlen, off, "bad time delta");
+  *t += dt;
+  e->t = *t;
+  if (decode_fields(c, *last_id, e))
+    return fail(err, errlen, off, "truncated or overlong %s event", hpm_kind_name(e->kind));
+  if ((e->kind == HPM_REALLOC || e->kind == HPM_REALLOCARRAY) && e->dur > e->t)
+    return fail(err, errlen, off, "realloc duration exceeds its time");
+  if (hpm_kind_allocates(e->kind) && !(op & HPM_F_FAIL)) {
+    uint64_t id = *last_id + 1, d;
+    if (!(op & HPM_F_IMPLICIT)) {
+      if (get_varint(c, &d)) return fail(err, errlen, off, "truncated object id");
+      id += (uint64_t)hpm_unzigzag(d);
+    }
+    if (id <= HPM_REF_UNKNOWN) return fail(err, errlen, off, "invalid object id %llu", (unsigned long long)id);
+    e->id = id;
+    *last_id = id;
+  }
+  return 0;
+}
+
+/* Decode the payload of chunk CI (of FILE) into EV (room for its
+   nevents).  Returns 0, or -1 with a message in ERR.  */
 static int decode_chunk(const unsigned char *file, const struct hpm_chunk_info *ci, struct hpm_event *ev, char *err,
                         size_t errlen) {
   const unsigned char *pl = file + ci->offset + HPM_CHUNK_HDR;
@@ -248,60 +317,9 @@ static int decode_chunk(const unsigned char *file, const struct hpm_chunk_info *
   if (t > (UINT64_MAX >> 2))
     return fail(err, errlen, ci->offset, "chunk base time %llu past 2^62 ns", (unsigned long long)t);
   for (uint32_t i = 0; i < ci->nevents; i++) {
-    struct hpm_event *e = &ev[i];
-    uint64_t off = (uint64_t)(c.p - file), dt;
-    memset(e, 0, sizeof *e);
-    if (c.p >= c.end) return fail(err, errlen, off, "chunk ends after %u of %u events", i, ci->nevents);
-    unsigned op = *c.p++;
-    e->kind = op & 0x0F;
-    e->flags = op & 0xF0;
-    e->thread = ci->thread;
-    if (e->kind >= HPM_NKINDS) return fail(err, errlen, off, "unknown event kind %u", e->kind);
-    int allocates = hpm_kind_allocates(e->kind);
-    int is_realloc = e->kind == HPM_REALLOC || e->kind == HPM_REALLOCARRAY;
-    if ((op & 0x80) || ((op & HPM_F_IMPLICIT) && (!allocates || (op & HPM_F_FAIL))) ||
-        ((op & HPM_F_FAIL) && !allocates) || ((op & HPM_F_OLD_FREED) && !(is_realloc && (op & HPM_F_FAIL))))
-      return fail(err, errlen, off, "invalid flags 0x%02x for %s", op & 0xF0, hpm_kind_name(e->kind));
-    if (get_varint(&c, &dt) || dt > (UINT64_MAX >> 2) - t) return fail(err, errlen, off, "bad time delta");
-    t += dt;
-    e->t = t;
-    int bad = 0;
-    switch (e->kind) {
-    case HPM_MALLOC:
-    case HPM_VALLOC:
-    case HPM_PVALLOC: bad = get_varint(&c, &e->size); break;
-    case HPM_CALLOC: bad = get_varint(&c, &e->arg) || get_varint(&c, &e->size); break;
-    case HPM_REALLOC: bad = get_ref(&c, last_id, &e->ref) || get_varint(&c, &e->size) || get_varint(&c, &e->dur); break;
-    case HPM_REALLOCARRAY:
-      bad = get_ref(&c, last_id, &e->ref) || get_varint(&c, &e->arg) || get_varint(&c, &e->size) ||
-            get_varint(&c, &e->dur);
-      break;
-    case HPM_FREE: bad = get_ref(&c, last_id, &e->ref); break;
-    case HPM_FREE_SIZED: bad = get_ref(&c, last_id, &e->ref) || get_varint(&c, &e->size); break;
-    case HPM_MEMALIGN:
-    case HPM_POSIX_MEMALIGN:
-    case HPM_ALIGNED_ALLOC: bad = get_varint(&c, &e->arg) || get_varint(&c, &e->size); break;
-    case HPM_THREAD_START: {
-      uint64_t parent = 0;
-      bad = get_varint(&c, &e->arg) || get_varint(&c, &parent);
-      if (!bad && parent > 0xFFFF) parent = 0xFFFF;
-      e->arg2 = (uint16_t)parent;
-      break;
-    }
-    default: break;
-    }
-    if (bad) return fail(err, errlen, off, "truncated or overlong %s event", hpm_kind_name(e->kind));
-    if (is_realloc && e->dur > e->t) return fail(err, errlen, off, "realloc duration exceeds its time");
-    if (allocates && !(op & HPM_F_FAIL)) {
-      uint64_t id = last_id + 1, d;
-      if (!(op & HPM_F_IMPLICIT)) {
-        if (get_varint(&c, &d)) return fail(err, errlen, off, "truncated object id");
-        id += (uint64_t)hpm_unzigzag(d);
-      }
-      if (id <= HPM_REF_UNKNOWN) return fail(err, errlen, off, "invalid object id %llu", (unsigned long long)id);
-      e->id = id;
-      last_id = id;
-    }
+    if (c.p >= c.end)
+      return fail(err, errlen, (uint64_t)(c.p - file), "chunk ends after %u of %u events", i, ci->nevents);
+    if (decode_event(file, ci, &c, &t, &last_id, &ev[i], err, errlen)) return -1;
   }
   if (c.p != c.end)
     return fail(err, errlen, (uint64_t)(c.p - file), "%zu stray bytes after the chunk's %u events",
@@ -309,75 +327,72 @@ static int decode_chunk(const unsigned char *file, const struct hpm_chunk_info *
   return 0;
 }
 
+/* Append the chunk whose header is H, at file offset OFF, to TR->chunks
+   (*CAP entries allocated); its events will start at index NEV.  Returns
+   0, or -1 with a message in ERR.  */
+static int add_chunk(struct hpm_trace *tr, size_t *cap, const unsigned char *h, uint64_t off, size_t nev, char *err,
+                     size_t errlen) {
+  if (tr->nchunks == *cap) {
+    size_t ncap = *cap ? *cap * 2 : 64;
+    void *nc = realloc(tr->chunks, ncap * sizeof *tr->chunks);
+    if (!nc) return fail(err, errlen, off, "out of memory");
+    tr->chunks = nc;
+    *cap = ncap;
+  }
+  struct hpm_chunk_info *ci = &tr->chunks[tr->nchunks++];
+  ci->offset = off;
+  ci->payload_len = hpm_get_u32(h + 4);
+  ci->thread = hpm_get_u32(h + 8);
+  ci->nevents = hpm_get_u32(h + 12);
+  ci->base_ns = hpm_get_u64(h + 16);
+  ci->base_id = hpm_get_u64(h + 24);
+  ci->first_event = nev;
+  return 0;
+}
+
+/* Pass 1 of the reader: the chunk headers of the LEN bytes at B after the
+   file header, checked (magic, lengths, thread, checksum), into
+   TR->chunks; a partial chunk at the end marks TR truncated.  Returns the
+   number of events, or -1 with a message in ERR.  */
+static int64_t scan_chunks(const unsigned char *b, size_t len, struct hpm_trace *tr, char *err, size_t errlen) {
+  size_t cap = 0, nev = 0;
+  uint64_t off = tr->hdr.size;
+  while (off < len) {
+    const unsigned char *h = b + off;
+    if (len - off < HPM_CHUNK_HDR) break; /* truncated */
+    if (memcmp(h, HPM_CHUNK_MAGIC, 4) != 0) return fail(err, errlen, off, "bad chunk magic");
+    uint32_t plen = hpm_get_u32(h + 4), thread = hpm_get_u32(h + 8), n = hpm_get_u32(h + 12);
+    if (plen > HPM_MAX_PAYLOAD) return fail(err, errlen, off + 4, "chunk payload length %u too large", plen);
+    if ((uint64_t)plen > len - off - HPM_CHUNK_HDR) break; /* truncated */
+    if (thread == 0) return fail(err, errlen, off + 8, "chunk of thread 0");
+    if ((uint64_t)n * 2 > plen) return fail(err, errlen, off + 12, "event count %u cannot fit in %u bytes", n, plen);
+    if (hpm_get_u32(h + 32) != hpm_chunk_crc(h, plen)) return fail(err, errlen, off, "chunk checksum mismatch");
+    if (add_chunk(tr, &cap, h, off, nev, err, errlen)) return -1;
+    nev += n;
+    off += HPM_CHUNK_HDR + (uint64_t)plen;
+  }
+  if (off < len) {
+    tr->truncated = 1;
+    tr->truncated_at = off;
+    (void)snprintf(tr->warning, sizeof tr->warning, /* a message: truncation is harmless */
+                   "byte offset %llu: truncated trace: %llu trailing bytes of a partial chunk ignored",
+                   (unsigned long long)off, (unsigned long long)(len - off));
+  }
+  return (int64_t)nev;
+}
+
 int hpm_trace_read_buffer(const void *buf, size_t len, struct hpm_trace *tr, char *err, size_t errlen) {
   const unsigned char *b = buf;
   memset(tr, 0, sizeof *tr);
   if (err && errlen) err[0] = 0;
   if (read_header(b, len, &tr->hdr, err, errlen)) return -1;
-  /* Pass 1: chunk headers, lengths and checksums.  */
-  size_t cap = 0, nev = 0;
-  uint64_t off = tr->hdr.size;
-  while (off < len) {
-    if (len - off < HPM_CHUNK_HDR) {
-      tr->truncated = 1;
-      tr->truncated_at = off;
-      break;
-    }
-    const unsigned char *h = b + off;
-    if (memcmp(h, HPM_CHUNK_MAGIC, 4) != 0) {
-      fail(err, errlen, off, "bad chunk magic");
-      goto bad;
-    }
-    uint32_t plen = hpm_get_u32(h + 4), thread = hpm_get_u32(h + 8), n = hpm_get_u32(h + 12);
-    if (plen > HPM_MAX_PAYLOAD) {
-      fail(err, errlen, off + 4, "chunk payload length %u too large", plen);
-      goto bad;
-    }
-    if ((uint64_t)plen > len - off - HPM_CHUNK_HDR) {
-      tr->truncated = 1;
-      tr->truncated_at = off;
-      break;
-    }
-    if (thread == 0) {
-      fail(err, errlen, off + 8, "chunk of thread 0");
-      goto bad;
-    }
-    if ((uint64_t)n * 2 > plen) {
-      fail(err, errlen, off + 12, "event count %u cannot fit in %u bytes", n, plen);
-      goto bad;
-    }
-    if (hpm_get_u32(h + 32) != hpm_chunk_crc(h, plen)) {
-      fail(err, errlen, off, "chunk checksum mismatch");
-      goto bad;
-    }
-    if (tr->nchunks == cap) {
-      cap = cap ? cap * 2 : 64;
-      void *nc = realloc(tr->chunks, cap * sizeof *tr->chunks);
-      if (!nc) {
-        fail(err, errlen, off, "out of memory");
-        goto bad;
-      }
-      tr->chunks = nc;
-    }
-    struct hpm_chunk_info *ci = &tr->chunks[tr->nchunks++];
-    ci->offset = off;
-    ci->payload_len = plen;
-    ci->thread = thread;
-    ci->nevents = n;
-    ci->base_ns = hpm_get_u64(h + 16);
-    ci->base_id = hpm_get_u64(h + 24);
-    ci->first_event = nev;
-    nev += n;
-    off += HPM_CHUNK_HDR + (uint64_t)plen;
-  }
-  if (tr->truncated)
-    (void)snprintf(tr->warning, sizeof tr->warning, /* a message: truncation is harmless */
-                   "byte offset %llu: truncated trace: %llu trailing bytes of a partial chunk ignored",
-                   (unsigned long long)tr->truncated_at, (unsigned long long)(len - tr->truncated_at));
+  int64_t n = scan_chunks(b, len, tr, err, errlen);
+  if (n < 0) goto bad;
   /* Pass 2: events.  nev <= len / 2, so this allocation is bounded.  */
+  size_t nev = (size_t)n;
   tr->ev = malloc((nev ? nev : 1) * sizeof *tr->ev);
   if (!tr->ev) {
-    fail(err, errlen, off, "out of memory for %zu events", nev);
+    fail(err, errlen, tr->truncated ? tr->truncated_at : len, "out of memory for %zu events", nev);
     goto bad;
   }
   for (size_t i = 0; i < tr->nchunks; i++)

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-int hpm_verbose_progress = -1;
+static int hpm_verbose_progress = -1; /* -1: not known yet */
 static int progress_shown;
 
 /* A progress line on stderr, only when stderr is a terminal.  */
@@ -80,17 +80,6 @@ int parse_uint(const char *s, unsigned long long min, unsigned long long max, un
   return 0;
 }
 
-int parse_int_opt(const char *cmd, const char *opt, const char *s, int min, int max, int *out) {
-  unsigned long long v;
-  if (min < 0 || parse_uint(s, (unsigned long long)min, (unsigned long long)max, &v)) {
-    fprintf(stderr, "hpm %s: bad value for %s: '%s' (expected an integer from %d to %d)\n", cmd, opt, s ? s : "", min,
-            max);
-    return -1;
-  }
-  *out = (int)v;
-  return 0;
-}
-
 const char *self_dir(void) {
   static char dir[PATH_MAX];
   if (!dir[0]) {
@@ -135,6 +124,13 @@ char *find_allocator(const char *name) {
     }
   if (access(name, R_OK) == 0) return realpath(name, NULL);
   return strdup("");
+}
+
+int allocator_found(const char *name) {
+  char *p = find_allocator(name);
+  int found = !p || *p;
+  free(p);
+  return found;
 }
 
 void json_str(FILE *f, const char *s) {
