@@ -22,7 +22,7 @@ static const char usage[] = "usage: hpm COMMAND [ARGS]\n"
                             "  tlbcost [options]               measure the cost of a TLB miss here\n"
                             "  dump FILE                       print every event (text)\n"
                             "  reencode FILE OUT               decode and encode again (format check)\n"
-                            "`hpm COMMAND --help` describes each.  Trace format: tools/hpm/FORMAT.md.\n";
+                            "`hpm COMMAND --help` describes each, `man hpm` all of them.\n";
 
 static const char record_usage[] = "usage: hpm record -o FILE [--quiet] -- CMD ARGS...\n"
                                    "Runs CMD with libhpmtrace.so preloaded.  The first process's trace is FILE;\n"
@@ -35,14 +35,7 @@ static int is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "-
 static char *recorder_path(void) {
   const char *env = getenv("HPM_RECORDER");
   if (env) return strdup(env);
-  char buf[PATH_MAX + 32];
-  int n = snprintf(buf, sizeof buf, "%s/../lib/libhpmtrace.so", self_dir());
-  char *r = n > 0 && (size_t)n < sizeof buf ? realpath(buf, NULL) : NULL;
-  if (r) return r;
-  const char *inst[] = { "/usr/local/lib/libhpmtrace.so", "/usr/lib/libhpmtrace.so" };
-  for (int i = 0; i < 2; i++)
-    if (access(inst[i], R_OK) == 0) return strdup(inst[i]);
-  return NULL;
+  return find_recorder();
 }
 
 int cmd_record(int argc, char **argv) {
@@ -267,7 +260,9 @@ int main(int argc, char **argv) {
     { "__tlbsim", cmd_tlbsim },
   };
   if (argc < 2 || is_help(argv[1])) {
-    fputs(usage, argc < 2 ? stderr : stdout);
+    FILE *out = argc < 2 ? stderr : stdout;
+    fputs(usage, out);
+    fprintf(out, "Trace format: %s\n", format_doc_path());
     return close_stdout(argc < 2 ? 2 : 0);
   }
   for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++)

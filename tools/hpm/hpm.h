@@ -70,6 +70,8 @@ int parse_uint(const char *s, unsigned long long min, unsigned long long max, un
 int parse_int_opt(const char *cmd, const char *opt, const char *s, int min, int max, int *out);
 const char *self_dir(void);
 char *find_allocator(const char *name); /* NULL for glibc; malloc'd path */
+char *find_recorder(void);              /* libhpmtrace.so next to hpm; malloc'd path or NULL */
+const char *format_doc_path(void);      /* where FORMAT.md is installed */
 void json_str(FILE *f, const char *s);
 /* Flat JSON objects as produced by `hpm replay --json`.  */
 int json_get_num(const char *json, const char *key, double *out);
