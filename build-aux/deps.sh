@@ -7,17 +7,22 @@
 #   deps.sh analyze   gcc (-fanalyzer), cppcheck, clang-tidy, clang-format (make analyze)
 #   deps.sh coverage  lcov, plus what make check needs (make coverage)
 #   deps.sh fuzz      clang with libFuzzer and the sanitizers (make fuzz)
+#   deps.sh deb       what make deb needs (dpkg-buildpackage, debhelper, scdoc, lintian)
 set -u
 what=${1:-check}
 case "$what" in
-  check) pkgs="gcc make pkg-config libcriterion-dev valgrind glibc-source xz-utils python3 perl coreutils" ;;
+  # scdoc builds the man pages and man-db renders them (check-install);
+  # dpkg-dev, debhelper and lintian build and check the packages (check-deb).
+  check) pkgs="gcc make pkg-config libcriterion-dev valgrind glibc-source xz-utils python3 perl coreutils
+               scdoc man-db dpkg-dev debhelper lintian" ;;
+  deb) pkgs="gcc make dpkg-dev debhelper scdoc lintian valgrind" ;;
   demo) pkgs="gcc make" ;;
   bench) pkgs="libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev 7zip xz-utils hyperfine sqlite3 python3 redis-tools" ;;
   cross) pkgs="gcc-powerpc64le-linux-gnu gcc-powerpc64-linux-gnu gcc-aarch64-linux-gnu qemu-user libc6-dev-ppc64el-cross libc6-dev-ppc64-cross libc6-dev-arm64-cross" ;;
   analyze) pkgs="gcc cppcheck clang-tidy clang-format" ;;
   coverage) pkgs="gcc lcov libcriterion-dev valgrind glibc-source xz-utils python3 perl coreutils" ;;
   fuzz) pkgs="clang libclang-rt-14-dev" ;;
-  *) echo "usage: deps.sh check|demo|bench|cross|analyze|coverage|fuzz" >&2; exit 2 ;;
+  *) echo "usage: deps.sh check|demo|bench|cross|analyze|coverage|fuzz|deb" >&2; exit 2 ;;
 esac
 missing=()
 for p in $pkgs; do

@@ -7,22 +7,38 @@
 HPM_DIR       := tools/hpm
 HPM_BIN       := $(BUILD)/bin/hpm
 HPM_TRACE_SO  := $(BUILD)/lib/libhpmtrace.so
-HPM_CFLAGS    := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -I$(HPM_DIR) $(CFLAGS)
+HPM_CFLAGS    := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -I$(HPM_DIR) $(CPPFLAGS) $(CFLAGS)
 HPM_SRCS      := $(filter-out $(HPM_DIR)/recorder.c,$(sort $(wildcard $(HPM_DIR)/*.c)))
 HPM_HDRS      := $(wildcard $(HPM_DIR)/*.h)
 HPM_TESTPROG  := $(BUILD)/tests/hpm/xthread
 HPM_UNIT      := $(BUILD)/tests/hpm/test_trace
 HPM_UNIT_ARGS := $(BUILD)/tests/hpm/test_args
 
-$(HPM_BIN): $(HPM_SRCS) $(HPM_HDRS)
+# Installed, hpm finds its recorder, the allocator and FORMAT.md relative
+# to its own directory (so a DESTDIR or moved tree works): the paths from
+# BINDIR to LIBDIR and DOCDIR are compiled in, and a change of them (not of
+# PREFIX alone) rebuilds hpm.  In the build tree it uses build/lib/.
+HPM_LIBDIR_REL := $(shell realpath -m --relative-to=$(BINDIR) $(LIBDIR))
+HPM_PKGLIB_REL := $(shell realpath -m --relative-to=$(LIBDIR) $(PKGLIBDIR))
+HPM_DOCDIR_REL := $(shell realpath -m --relative-to=$(BINDIR) $(DOCDIR))
+HPM_PATHS      := $(BUILD)/hpm-paths.txt
+HPM_PATH_DEFS  := -DHPM_LIBDIR_REL='"$(HPM_LIBDIR_REL)"' -DHPM_RECORDER_REL='"$(HPM_PKGLIB_REL)/libhpmtrace.so"' \
+                  -DHPM_SONAME='"$(LIB_SONAME)"' -DHPM_DOCDIR_REL='"$(HPM_DOCDIR_REL)"'
+
+$(HPM_PATHS): FORCE
 	@mkdir -p $(dir $@)
-	$(CC) $(HPM_CFLAGS) -o $@ $(HPM_SRCS) -lpthread -lm
+	@echo "$(HPM_LIBDIR_REL) $(HPM_PKGLIB_REL) $(LIB_SONAME) $(HPM_DOCDIR_REL)" | cmp -s - $@ || \
+	  echo "$(HPM_LIBDIR_REL) $(HPM_PKGLIB_REL) $(LIB_SONAME) $(HPM_DOCDIR_REL)" > $@
+
+$(HPM_BIN): $(HPM_SRCS) $(HPM_HDRS) $(HPM_PATHS)
+	@mkdir -p $(dir $@)
+	$(CC) $(HPM_CFLAGS) $(HPM_PATH_DEFS) $(LDFLAGS) -o $@ $(HPM_SRCS) -lpthread -lm
 
 # The recorder: hidden by default, only the malloc API (and the hooks it
 # needs: pthread_create, exec*, _exit) exported.
 $(HPM_TRACE_SO): $(HPM_DIR)/recorder.c $(HPM_DIR)/trace.c $(HPM_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(HPM_CFLAGS) -fPIC -fvisibility=hidden -ftls-model=initial-exec -shared \
+	$(CC) $(HPM_CFLAGS) -fPIC -fvisibility=hidden -ftls-model=initial-exec -shared $(LDFLAGS) \
 	  -o $@ $(HPM_DIR)/recorder.c $(HPM_DIR)/trace.c -ldl -lpthread
 
 $(HPM_TESTPROG): tests/hpm/xthread.c
@@ -58,12 +74,12 @@ demo-hpm: hpm-bins $(LIB_SO)
 	  --svg $(BUILD)/hpm-compare.svg
 demo: demo-hpm
 
-# make install also installs hpm (BINDIR) and the recorder (LIBDIR); hpm
-# finds both libraries as ../lib/ next to its own directory.
-BINDIR ?= $(PREFIX)/bin
+# make install also installs hpm (BINDIR), the recorder (PKGLIBDIR, private
+# to hpm: LIBDIR/hpmalloc/) and the trace format (DOCDIR/FORMAT.md).
 .PHONY: install-hpm
 install-hpm: hpm-bins
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(DOCDIR)
 	install -m 755 $(HPM_BIN) $(DESTDIR)$(BINDIR)/hpm
-	install -m 755 $(HPM_TRACE_SO) $(DESTDIR)$(LIBDIR)/libhpmtrace.so
+	install -m 755 $(HPM_TRACE_SO) $(DESTDIR)$(PKGLIBDIR)/libhpmtrace.so
+	install -m 644 $(HPM_DIR)/FORMAT.md $(DESTDIR)$(DOCDIR)/FORMAT.md
 install: install-hpm

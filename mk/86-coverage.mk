@@ -8,10 +8,11 @@
 #   $(COV_BUILD)/coverage/hpmalloc.info the lcov tracefile
 # and prints line and branch rates per directory (malloc/, tunables/,
 # sysdeps/...).  Counters are reset first, so each run measures one run
-# of the suites.  COV_SUITES picks the suites (default: all of make check).
+# of the suites.  COV_SUITES picks the suites (default: all of make check
+# but check-deb, whose packages are built with Debian's flags, not these).
 # Not part of `make check`; needs lcov (build-aux/deps.sh coverage).
 COV_BUILD  ?= build-cov
-COV_SUITES ?= $(CHECK_TARGETS)
+COV_SUITES ?= $(filter-out check-deb,$(CHECK_TARGETS))
 COV_DIR    := $(COV_BUILD)/coverage
 # -fprofile-update=atomic: threads count without losing (or wrapping)
 # updates.  -O0 for both builds (CFLAGS comes last, after the test build's

@@ -31,7 +31,8 @@ static void usage(FILE *f) {
   fputs("usage: hpm COMMAND [ARGS]\n", f);
   for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
     if (commands[i].summary) fprintf(f, "  %s\n", commands[i].summary);
-  fputs("`hpm COMMAND --help` describes each.  Trace format: tools/hpm/FORMAT.md.\n", f);
+  fputs("`hpm COMMAND --help` describes each, `man hpm` all of them.\n", f);
+  fprintf(f, "Trace format: %s\n", format_doc_path());
 }
 
 /* Output errors (a full disk, a closed pipe, ...) are detected once, here:

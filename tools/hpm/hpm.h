@@ -68,6 +68,8 @@ int parse_uint(const char *s, unsigned long long min, unsigned long long max, un
 const char *self_dir(void);
 char *find_allocator(const char *name); /* NULL for glibc; malloc'd path, "" if not installed */
 int allocator_found(const char *name);  /* glibc, or find_allocator finds it */
+char *find_recorder(void);              /* libhpmtrace.so next to hpm; malloc'd path or NULL */
+const char *format_doc_path(void);      /* where FORMAT.md is installed */
 void json_str(FILE *f, const char *s);
 /* Flat JSON objects as produced by `hpm replay --json`.  */
 int json_get_num(const char *json, const char *key, double *out);

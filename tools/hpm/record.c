@@ -50,14 +50,7 @@ static const struct arg_cmd record_cmd = {
 static char *recorder_path(void) {
   const char *env = getenv("HPM_RECORDER");
   if (env) return strdup(env);
-  char buf[PATH_MAX + 32];
-  int n = snprintf(buf, sizeof buf, "%s/../lib/libhpmtrace.so", self_dir());
-  char *r = n > 0 && (size_t)n < sizeof buf ? realpath(buf, NULL) : NULL;
-  if (r) return r;
-  const char *inst[] = { "/usr/local/lib/libhpmtrace.so", "/usr/lib/libhpmtrace.so" };
-  for (int i = 0; i < 2; i++)
-    if (access(inst[i], R_OK) == 0) return strdup(inst[i]);
-  return NULL;
+  return find_recorder();
 }
 
 /* OUT as an absolute path in ABS (PATH_MAX bytes): the program may change

@@ -96,6 +96,45 @@ const char *self_dir(void) {
   return dir;
 }
 
+/* Where `make install` put hpm's files, relative to hpm's own directory
+   (mk/55-hpm.mk passes them; these defaults are its PREFIX layout).  */
+#ifndef HPM_LIBDIR_REL
+#define HPM_LIBDIR_REL "../lib"
+#endif
+#ifndef HPM_RECORDER_REL
+#define HPM_RECORDER_REL "hpmalloc/libhpmtrace.so"
+#endif
+#ifndef HPM_SONAME
+#define HPM_SONAME "libhpmalloc.so.0"
+#endif
+#ifndef HPM_DOCDIR_REL
+#define HPM_DOCDIR_REL "../share/doc/hpmalloc"
+#endif
+
+/* The first readable one of ../lib/BUILT next to hpm (the build tree:
+   build/bin/hpm, build/lib/) and INSTALLED under the library directory
+   relative to hpm (an installed tree, wherever DESTDIR put it); a
+   malloc'd absolute path, or NULL.  */
+static char *own_file(const char *built, const char *installed) {
+  const char *const rel[2][2] = { { "../lib", built }, { HPM_LIBDIR_REL, installed } };
+  for (int i = 0; i < 2; i++) {
+    char buf[PATH_MAX + 64];
+    int n = snprintf(buf, sizeof buf, "%s/%s/%s", self_dir(), rel[i][0], rel[i][1]);
+    if (n > 0 && (size_t)n < sizeof buf && access(buf, R_OK) == 0) return realpath(buf, NULL);
+  }
+  return NULL;
+}
+
+char *find_recorder(void) { return own_file("libhpmtrace.so", HPM_RECORDER_REL); }
+
+const char *format_doc_path(void) {
+  static char path[PATH_MAX];
+  char buf[PATH_MAX + 64];
+  int n = snprintf(buf, sizeof buf, "%s/" HPM_DOCDIR_REL "/FORMAT.md", self_dir());
+  if (n > 0 && (size_t)n < sizeof buf && realpath(buf, path)) return path;
+  return "tools/hpm/FORMAT.md in hpmalloc's source tree";
+}
+
 /* Allocator names: glibc (NULL: no preload), hpmalloc, jemalloc, mimalloc,
    tcmalloc, or a path to a .so.  */
 char *find_allocator(const char *name) {
@@ -106,15 +145,10 @@ char *find_allocator(const char *name) {
   };
   if (!name || !strcmp(name, "glibc")) return NULL;
   if (!strcmp(name, "hpmalloc")) {
-    char buf[PATH_MAX + 32];
     const char *env = getenv("HPM_HPMALLOC");
     if (env && access(env, R_OK) == 0) return strdup(env);
-    int n = snprintf(buf, sizeof buf, "%s/../lib/libhpmalloc.so", self_dir());
-    if (n > 0 && (size_t)n < sizeof buf && access(buf, R_OK) == 0) return realpath(buf, NULL);
-    const char *inst[] = { "/usr/local/lib/libhpmalloc.so", "/usr/lib/libhpmalloc.so" };
-    for (int i = 0; i < 2; i++)
-      if (access(inst[i], R_OK) == 0) return strdup(inst[i]);
-    return strdup("");
+    char *own = own_file("libhpmalloc.so", HPM_SONAME);
+    return own ? own : strdup("");
   }
   for (size_t i = 0; i < sizeof known / sizeof *known; i++)
     if (!strcmp(name, known[i][0])) {
