@@ -36,8 +36,13 @@ struct hpmalloc_stats {
   int hugetlb_mode;         /* mode in force: 0, 1 (THP) or 2 (hugetlbfs) */
   size_t huge_page_size;    /* huge page size in use (0 in mode 0) */
   /* since 0.2.0 (a caller built with 0.1.0 passes the smaller size and gets the fields above) */
-  size_t bytes_cached; /* bytes in the threads' caches: free, counted in bytes_free, not in bytes_in_use */
-  size_t n_cached;     /* chunks in the threads' caches */
+  size_t bytes_cached;      /* bytes in the threads' caches: free, counted in bytes_free, not in bytes_in_use */
+  size_t n_cached;          /* chunks in the threads' caches */
+  size_t commits;           /* heap commits: mprotect calls, or hugetlb pages populated in a batch */
+  size_t commit_ns;         /* time spent in them */
+  size_t collapses;         /* first huge pages of heaps collapsed (MADV_COLLAPSE), outside any lock */
+  size_t collapse_failures; /* of those, refused by the kernel (khugepaged may do it later) */
+  size_t collapse_ns;       /* time spent in them */
 };
 
 /* Fill *st (of size `size`, normally sizeof *st) with a consistent snapshot;

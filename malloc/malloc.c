@@ -92,6 +92,7 @@ static void *arena_alloc(size_t n) {
     p = int_malloc(ar, n);
     arena_unlock(ar);
   }
+  region_run_deferred();
   return p;
 }
 
@@ -314,6 +315,7 @@ static void *realloc_heap(struct chunk *c, void *p, size_t n, size_t nb) {
   arena_lock(ar);
   void *q = int_realloc(ar, c, oldsize, nb);
   arena_unlock(ar);
+  region_run_deferred();
   if (q) return q;
   /* that arena is out of memory: try elsewhere */
   q = alloc_core(n);
@@ -399,6 +401,7 @@ static void *aligned_core(size_t alignment, size_t n) {
     p = int_memalign(ar, alignment, n);
     arena_unlock(ar);
   }
+  region_run_deferred();
   if (!p) errno = ENOMEM;
   return p;
 }

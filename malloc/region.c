@@ -45,6 +45,13 @@ static const struct hp_kernel_ops hp_kernel = HP_KERNEL_OS;
 
 struct hp_placement hp_placement;
 struct region_fallbacks region_fallbacks;
+struct region_costs region_costs;
+__thread struct region_deferred region_deferred __attribute__((tls_model("initial-exec")));
+
+static void count_cost(_Atomic size_t *n, _Atomic size_t *ns, uint64_t t0) {
+  atomic_fetch_add_explicit(n, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(ns, (size_t)(hp_os_now_ns() - t0), memory_order_relaxed);
+}
 
 /* Set before any other thread runs, changed only by mallopt (region.h).  */
 static struct region_policy policy;
@@ -186,7 +193,7 @@ static int reserve_normal(struct region *r, size_t len, size_t align, enum hp_re
   if (kind != HP_REGION_BASE && len >= hp_placement.align && align < hp_placement.align) align = hp_placement.align;
   void *p = map_aligned(len, align, next_hint(kind), HP_PROT_NONE, 0, 0);
   if (!p) return -1;
-  *r = (struct region){ .base = p, .reserved = len, .page = page, .kind = kind };
+  *r = (struct region){ .base = p, .reserved = len, .page = page, .kind = kind, .lazy = true };
   if (kind == HP_REGION_THP && hp_kernel.advise(p, len, HP_ADV_HUGEPAGE) != 0) {
     atomic_fetch_add_explicit(&region_fallbacks.thp, 1, memory_order_relaxed);
     r->kind = HP_REGION_BASE;
@@ -271,14 +278,17 @@ bool region_rounding_ok(size_t len) {
   return !hp || waste_ok(len, hp);
 }
 
-/* A THP region is young until it has committed its first huge page.
+/* A lazy THP region is young until it has committed its first huge page.
    While a commit stays inside that page and rounding it up to the whole
    page would waste more than hpmalloc.huge_waste percent of it, a young
    region commits base pages: a small program, or a thread arena holding a
    few kilobytes, does not take (and zero) 2 MiB for each heap.  The kernel
    gives base pages to a writable range that does not cover the whole
-   aligned huge page, so nothing else is needed until the page fills.  */
-static bool young(const struct region *r) { return r->kind == HP_REGION_THP && r->committed < r->page; }
+   aligned huge page, so nothing else is needed until the page fills.  Only
+   an arena's first heap is lazy (top.c): a heap that replaces a full one
+   will grow, and faulting its first 2 MiB page by page, then collapsing
+   them, would cost more than the page itself.  */
+static bool young(const struct region *r) { return r->lazy && r->kind == HP_REGION_THP && r->committed < r->page; }
 
 /* The unit a commit up to `upto` is rounded to.  */
 static size_t commit_unit(const struct region *r, size_t upto) {
@@ -297,26 +307,35 @@ int region_commit(struct region *r, size_t upto) {
     return -1;
   }
   size_t from = r->committed;
-  if (r->kind == HP_REGION_HUGETLB) {
-    if (commit_hugetlb(r, from, upto) != 0) {
-      errno = ENOMEM;
-      return -1;
-    }
-  } else if (hp_kernel.protect(r->base + from, upto - from, HP_PROT_RW) != 0) {
+  uint64_t t0 = hp_os_now_ns();
+  int rc = r->kind == HP_REGION_HUGETLB ? commit_hugetlb(r, from, upto)
+                                        : hp_kernel.protect(r->base + from, upto - from, HP_PROT_RW);
+  count_cost(&region_costs.commits, &region_costs.commit_ns, t0);
+  if (rc != 0) {
     errno = ENOMEM;
     return -1;
   }
   r->committed = upto;
   /* The huge page that was committed in part is now whole: what it holds
-     sits in base pages, so collapse it into one huge page now (Linux 6.1+;
-     best effort: khugepaged does it later where this fails).  */
+     sits in base pages, so it should be collapsed into one huge page
+     (Linux 6.1+; best effort: khugepaged does it later where this fails).
+     The caller holds the arena's lock, and a collapse copies up to 2 MiB:
+     it runs once the lock is dropped.  */
   size_t part = align_down(from, r->page);
-  if (r->kind == HP_REGION_THP && from != part && upto >= part + r->page) {
-    int saved = errno;
-    hp_kernel.advise(r->base + part, r->page, HP_ADV_COLLAPSE);
-    errno = saved;
-  }
+  if (r->kind == HP_REGION_THP && from != part && upto >= part + r->page)
+    region_deferred = (struct region_deferred){ r->base + part, r->page };
   return 0;
+}
+
+void region_run_deferred_slow(void) {
+  struct region_deferred d = region_deferred;
+  region_deferred.len = 0;
+  int saved = errno;
+  uint64_t t0 = hp_os_now_ns();
+  if (hp_kernel.advise(d.addr, d.len, HP_ADV_COLLAPSE) != 0)
+    atomic_fetch_add_explicit(&region_costs.collapse_failures, 1, memory_order_relaxed);
+  count_cost(&region_costs.collapses, &region_costs.collapse_ns, t0);
+  errno = saved;
 }
 
 /* Give back [downto, committed) (downto rounded up to the region's page, so

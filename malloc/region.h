@@ -55,6 +55,31 @@ struct region_fallbacks {
 };
 extern struct region_fallbacks region_fallbacks HP_INTERNAL;
 
+/* What the kernel calls of the commit path cost (statistics; atomics,
+   relaxed): commits (mprotect, or populating hugetlb pages) and collapses
+   of a region's first huge page (MADV_COLLAPSE), each with the time spent
+   in the call.  */
+struct region_costs {
+  _Atomic size_t commits, commit_ns;
+  _Atomic size_t collapses, collapse_failures, collapse_ns;
+};
+extern struct region_costs region_costs HP_INTERNAL;
+
+/* Huge-page work that can wait for the arena's lock to be dropped: a
+   collapse region_commit asked for, run by region_run_deferred().  One per
+   thread; a second request before the first ran replaces it (a collapse not
+   run is left to khugepaged).  */
+struct region_deferred {
+  void *addr;
+  size_t len;
+};
+extern __thread struct region_deferred region_deferred HP_INTERNAL __attribute__((tls_model("initial-exec")));
+HP_INTERNAL void region_run_deferred_slow(void);
+/* Call with no arena lock held, after a path that may have grown a heap.  */
+static inline void region_run_deferred(void) {
+  if (HP_UNLIKELY(region_deferred.len != 0)) region_run_deferred_slow();
+}
+
 /* ------------------------------------------------------------------ heap regions */
 
 /* A reserved span of address space, committed from its start upwards.  */
@@ -65,6 +90,8 @@ struct region {
   size_t page;      /* commit granularity: base page or huge page */
   enum hp_region_kind kind;
   bool guard; /* an inaccessible page of ours sits right below base */
+  bool lazy;  /* THP: commit base pages until the first huge page would be nearly full (region_reserve
+                 sets it; a caller that knows the region will grow, clears it) */
 };
 
 /* Reserve len bytes aligned to align (want: the kind asked for; a dry
@@ -73,7 +100,8 @@ HP_INTERNAL int region_reserve(struct region *r, size_t len, size_t align, enum 
 /* Grow the reservation in place by at least more bytes.  0 or -1.  */
 HP_INTERNAL int region_extend(struct region *r, size_t more);
 /* Commit [0, upto), rounded up to the region's page.  0, or -1 with errno
-   ENOMEM.  */
+   ENOMEM.  Completing a lazy region's first huge page asks for a collapse,
+   deferred (region_run_deferred).  */
 HP_INTERNAL int region_commit(struct region *r, size_t upto);
 /* Give back [downto, committed) in whole pages of the region.  */
 HP_INTERNAL void region_decommit(struct region *r, size_t downto);

@@ -223,6 +223,11 @@ static void info_hpmalloc(FILE *fp, const struct hp_arena_stats *sum) {
           atomic_load(&mp.mmapped_thp), atomic_load(&mp.mmapped_hugetlb));
   fprintf(fp, "  <fallbacks hugetlb=\"%zu\" thp=\"%zu\"/>\n", atomic_load(&region_fallbacks.hugetlb),
           atomic_load(&region_fallbacks.thp));
+  fprintf(
+      fp,
+      "  <costs commits=\"%zu\" commit_ns=\"%zu\" collapses=\"%zu\" collapse_failures=\"%zu\" collapse_ns=\"%zu\"/>\n",
+      atomic_load(&region_costs.commits), atomic_load(&region_costs.commit_ns), atomic_load(&region_costs.collapses),
+      atomic_load(&region_costs.collapse_failures), atomic_load(&region_costs.collapse_ns));
   fputs("</hpmalloc>\n", fp);
 }
 
@@ -284,6 +289,11 @@ int hp_stats(struct hpmalloc_stats *dst, size_t size) {
   out->huge_page_size = region_mode_page();
   out->bytes_cached = t.cached_bytes;
   out->n_cached = t.cached_count;
+  out->commits = atomic_load(&region_costs.commits);
+  out->commit_ns = atomic_load(&region_costs.commit_ns);
+  out->collapses = atomic_load(&region_costs.collapses);
+  out->collapse_failures = atomic_load(&region_costs.collapse_failures);
+  out->collapse_ns = atomic_load(&region_costs.collapse_ns);
   memcpy(dst, out, out->version);
   return 0;
 }

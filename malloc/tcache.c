@@ -234,6 +234,7 @@ void *tcache_refill(size_t tidx, size_t nb) {
     p = int_malloc(ar, nb - SIZE_SZ);
     arena_unlock(ar);
   }
+  region_run_deferred();
   slow_event();
   if (!p) errno = ENOMEM;
   return p;

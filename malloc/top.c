@@ -82,6 +82,9 @@ static struct heap *heap_new(struct arena *ar, size_t hdr, size_t need, bool mai
     }
     if (region_reserve(&reg, mp.heap_max, mp.heap_max, kind) != 0) return NULL;
   }
+  /* only an arena's first heap starts lazily (region.c, young()): one that
+     replaces a full heap will grow */
+  if (ar->heap) reg.lazy = false;
   if (region_commit(&reg, overhead + need) != 0 && region_commit(&reg, overhead) != 0) {
     /* a dry hugetlb pool shows here: the region layer counted it and backs
        off; try again with what it offers now (THP or base pages) */

@@ -101,6 +101,10 @@ void hp_os_random(void *buf, size_t n);
 /* Write a message to stderr with write(2): no stdio, no allocation.  */
 void hp_os_write_err(const char *s, size_t n);
 
+/* Nanoseconds of CLOCK_MONOTONIC (0 if the clock cannot be read): for the
+   statistics' costs of kernel calls.  Allocates nothing.  */
+uint64_t hp_os_now_ns(void);
+
 /* Abort the process (SIGABRT), without allocating.  */
 _Noreturn void hp_os_abort(void);
 

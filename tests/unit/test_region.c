@@ -60,6 +60,7 @@ static struct {
   bool collapse_fails;
   bool protect_fails;
   bool populate_is_noop;      /* POPULATE_WRITE "succeeds" but leaves pages absent (qemu-user) */
+  bool collapse_under_lock;   /* a MADV_COLLAPSE came while an arena lock was held */
 } fk;
 
 static const uintptr_t FAIL_MAP = 1;
@@ -146,8 +147,17 @@ static bool fake_populate(uintptr_t addr, size_t len) {
   return true;
 }
 
+/* Is some arena's lock taken (by the calling thread: the tests that look
+   run one allocating thread at a time)?  */
+static bool an_arena_locked(void) {
+  for (struct arena *ar = &main_arena; ar; ar = arena_next(ar))
+    if (__atomic_load_n(&ar->lock.v, __ATOMIC_RELAXED) != 0) return true;
+  return false;
+}
+
 static int fake_advise(void *addr, size_t len, enum hp_advice adv) {
   record(OP_ADVISE, addr, len, adv);
+  if (adv == HP_ADV_COLLAPSE && an_arena_locked()) fk.collapse_under_lock = true;
   if ((adv == HP_ADV_HUGEPAGE && fk.refuse_hugepage) || (adv == HP_ADV_DONTNEED && fk.dontneed_fails) ||
       (adv == HP_ADV_COLLAPSE && fk.collapse_fails)) {
     errno = EINVAL;
@@ -288,12 +298,22 @@ Test(region, thp_young_region_commits_base_pages_then_collapses) {
   /* 1.7 MiB would waste 0.3 MiB of 2 MiB: 17.6% > 12%, still base pages */
   cr_assert_eq(region_commit(&r, 1740 * 1024), 0);
   cr_assert_eq(r.committed, 1740 * 1024);
-  /* 1.8 MiB wastes 11%: the whole huge page, and what it holds collapsed */
+  /* 1.8 MiB wastes 11%: the whole huge page, and what it holds collapsed,
+     once the caller has dropped its lock */
   size_t n1 = fk.n;
   cr_assert_eq(region_commit(&r, 1844 * 1024), 0);
   cr_assert_eq(r.committed, 2 * MiB);
   expect_call(n1, OP_PROTECT, (uintptr_t)r.base + 1740 * 1024, 2 * MiB - 1740 * 1024, HP_PROT_RW);
+  cr_assert_eq(fk.n, n1 + 1, "no collapse under the caller's lock");
+  cr_assert_eq(region_deferred.addr, r.base);
+  cr_assert_eq(region_deferred.len, 2 * MiB);
+  size_t c0 = atomic_load(&region_costs.collapses);
+  region_run_deferred();
   expect_call(n1 + 1, OP_ADVISE, (uintptr_t)r.base, 2 * MiB, HP_ADV_COLLAPSE);
+  cr_assert_eq(region_deferred.len, 0);
+  cr_assert_eq(atomic_load(&region_costs.collapses), c0 + 1, "counted");
+  region_run_deferred();
+  cr_assert_eq(count_calls(OP_ADVISE, HP_ADV_COLLAPSE), 1, "once");
   /* grown up, it commits and gives back whole huge pages only */
   cr_assert_eq(region_commit(&r, 2 * MiB + 1), 0);
   cr_assert_eq(r.committed, 4 * MiB);
@@ -312,7 +332,25 @@ Test(region, thp_young_region_jumping_past_its_first_page_collapses_it) {
   cr_assert_eq(region_commit(&r, 5 * MiB), 0);
   cr_assert_eq(r.committed, 6 * MiB);
   expect_call(n0, OP_PROTECT, (uintptr_t)r.base + 64 * 1024, 6 * MiB - 64 * 1024, HP_PROT_RW);
+  region_run_deferred();
   expect_call(n0 + 1, OP_ADVISE, (uintptr_t)r.base, 2 * MiB, HP_ADV_COLLAPSE);
+}
+
+/* A region its caller knows will grow (an arena's heap after the first)
+   is not lazy: its first commit takes whole huge pages, nothing to
+   collapse.  */
+Test(region, thp_region_not_lazy_commits_huge_pages_at_once) {
+  fake_kernel(1, 2 * MiB, 0);
+  struct region r;
+  cr_assert_eq(region_reserve(&r, 8 * MiB, 0, HP_REGION_THP), 0);
+  r.lazy = false;
+  size_t n0 = fk.n;
+  cr_assert_eq(region_commit(&r, 4096), 0);
+  cr_assert_eq(r.committed, 2 * MiB);
+  expect_call(n0, OP_PROTECT, (uintptr_t)r.base, 2 * MiB, HP_PROT_RW);
+  cr_assert_eq(region_commit(&r, 3 * MiB), 0);
+  region_run_deferred();
+  cr_assert_eq(count_calls(OP_ADVISE, HP_ADV_COLLAPSE), 0);
 }
 
 Test(region, thp_young_collapse_failure_is_harmless) {
@@ -322,9 +360,12 @@ Test(region, thp_young_collapse_failure_is_harmless) {
   cr_assert_eq(region_reserve(&r, 8 * MiB, 0, HP_REGION_THP), 0);
   cr_assert_eq(region_commit(&r, 4096), 0);
   errno = 1234;
+  size_t f0 = atomic_load(&region_costs.collapse_failures);
   cr_assert_eq(region_commit(&r, 3 * MiB), 0, "an old kernel without MADV_COLLAPSE: khugepaged does it later");
+  region_run_deferred();
   cr_assert_eq(r.committed, 4 * MiB);
   cr_assert_eq(errno, 1234, "errno untouched");
+  cr_assert_eq(atomic_load(&region_costs.collapse_failures), f0 + 1, "counted");
 }
 
 Test(region, thp_refused_falls_back_to_base) {
@@ -981,6 +1022,39 @@ Test(region, thp_heap_keeps_huge_pages_whole) {
   cr_assert_lt(h->reg.committed, 8 * MiB);
   cr_assert_eq(hpmalloc_check_heap(), 0);
   hpt_free(small);
+}
+
+/* A thread arena that grows past its first heap: the first heap starts
+   lazily and collapses its first huge page, once, with no arena lock held;
+   every later heap commits whole huge pages from the start.  */
+static void *fill_two_heaps(void *arg) {
+  enum { BLK = 100 * 1024, N = (70 << 20) / BLK };
+  void **v = arg;
+  for (int i = 0; i < N; i++) v[i] = hpt_malloc(BLK);
+  for (int i = 0; i < N; i++) hpt_free(v[i]);
+  return NULL;
+}
+
+Test(region, thread_arena_second_heap_starts_on_huge_pages) {
+  if (!thp_available()) cr_skip_test("THP is not available (transparent_hugepage/enabled)");
+  fake_kernel(1, 2 * MiB, 0);
+  fk.real = true;
+  cr_assert_eq(mp.heap_max, 64 * MiB);
+  static void *v[(70 << 20) / (100 * 1024)];
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, fill_two_heaps, v), 0);
+  cr_assert_eq(pthread_join(th, NULL), 0);
+  /* a heap's first commit starts at its base, aligned to heap_max */
+  size_t heaps = 0, collapses = count_calls(OP_ADVISE, HP_ADV_COLLAPSE);
+  for (size_t i = 0; i < fk.n; i++) {
+    const struct call *c = &fk.calls[i];
+    if (c->op != OP_PROTECT || c->arg != HP_PROT_RW || c->addr % mp.heap_max) continue;
+    heaps++;
+    if (heaps > 1) cr_assert_geq(c->len, 2 * MiB, "heap %zu's first commit is a whole huge page", heaps);
+  }
+  cr_assert_geq(heaps, 2, "the thread's arena took a second heap");
+  cr_assert_eq(collapses, 1, "only the first heap collapsed its first page (%zu collapses)", collapses);
+  cr_assert_not(fk.collapse_under_lock, "and not under an arena lock");
 }
 
 /* mode 2 with a dry pool: MAP_HUGETLB|MAP_NORESERVE succeeds, but every
