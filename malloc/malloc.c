@@ -362,7 +362,7 @@ HP_EXPORT void *HP_API(realloc)(void *p, size_t n) {
     return NULL;
   }
   size_t nb = request2size(n);
-  (void)tcache_class(&nb); /* a large class's size, so the chunk can be cached when freed */
+  if (nb > chunksize(c)) (void)tcache_class(&nb); /* growing: a large class's size, room to grow again */
   void *q = chunk_is_mmapped(c) ? realloc_mapped(c, p, n, nb) : realloc_heap(c, p, n, nb);
   if (!q) errno = ENOMEM;
   return q;

@@ -5,16 +5,21 @@
  *
  *   refill    one arena lock serves the request and fills the bin: the
  *             arena's fastbin, small bin and unsorted exact fits first
- *             (bins.c stashes them), then chunks carved from top;
+ *             (bins.c stashes them), chunks carved off the larger chunk it
+ *             splits, then, for a small bin, chunks carved off top (a
+ *             large class carved off top would leave holes in the heap
+ *             when its chunks go back: measured on the realloc workload);
  *   overflow  the bin gives its most recent half back, grouped by arena:
  *             one lock per arena per batch, so chunks another thread
  *             allocated (larson, producer/consumer) cost one lock per batch,
- *             not one per free; the small ones are parked unmerged in the
- *             arena's fastbins (unless glibc.malloc.mxfast is 0, which
- *             switches fastbins off), where a refill takes them back;
+ *             not one per free; another arena's small chunks are parked
+ *             unmerged in its fastbins (unless glibc.malloc.mxfast is 0,
+ *             which switches fastbins off), where its owner's refill takes
+ *             them back by the batch; the thread's own arena's are freed
+ *             as free() would, merging, so they stay reusable for any size;
  *   grow      a bin that missed or overflowed doubles its cap (from 0 to
- *             TC_FIRST_CAP) while the caps of the thread add up to at most
- *             hpmalloc.tcache_bytes;
+ *             TC_FIRST_CAP, or fewer of a large class) while the caps of
+ *             the thread add up to at most hpmalloc.tcache_bytes;
  *   gc        every TC_GC_EVENTS misses and overflows, each bin gives back
  *             three quarters of the chunks it never dipped into since the
  *             last pass (its low-water mark) and lowers its cap as much;
@@ -34,8 +39,9 @@
 #include "track.h"
 
 enum {
-  TC_FIRST_CAP = 8,  /* a bin's cap the first time it is used */
-  TC_CAP_MAX = 8192, /* no bin holds more, whatever the budget */
+  TC_FIRST_CAP = 8,       /* a bin's cap the first time it is used... */
+  TC_FIRST_BYTES = 16384, /* ...or what fits in this many bytes, if fewer */
+  TC_CAP_MAX = 8192,      /* no bin holds more, whatever the budget */
   TC_FIXED_MAX = UINT16_MAX,
 };
 
@@ -93,27 +99,27 @@ static void caps_off(void) {
   hp_self.cap_bytes = 0;
 }
 
-static void gc(void);
-
 /* Chunks of `size` bytes the budget still lets the caps add.  */
 static size_t budget_room(size_t size) {
   return mp.tcache_bytes > hp_self.cap_bytes ? (mp.tcache_bytes - hp_self.cap_bytes) / size : 0;
 }
 
-/* Bin tidx missed or overflowed: double its cap, within the budget.  When
-   the budget is spent, a gc pass comes early (once enough happened since
-   the last one to judge by): bins gone idle give their share back.  */
+/* A bin's first cap: TC_FIRST_CAP chunks, or fewer of a large class, so
+   that one use of a 32 KiB class does not take a quarter of the budget.  */
+static size_t first_cap(size_t size) {
+  size_t n = TC_FIRST_BYTES / size;
+  return n < 1 ? 1 : n > TC_FIRST_CAP ? TC_FIRST_CAP : n;
+}
+
+/* Bin tidx missed or overflowed: double its cap, within the budget (when
+   it is spent, the next gc pass takes back what idle bins hold).  */
 static void grow(size_t tidx) {
   if (mp.tcache_fixed) return;
   struct tc_bin *b = &hp_self.bins[tidx];
   size_t size = tc_bin_size(tidx);
-  size_t want = b->cap ? 2 * (size_t)b->cap : TC_FIRST_CAP;
+  size_t want = b->cap ? 2 * (size_t)b->cap : first_cap(size);
   if (want > TC_CAP_MAX) want = TC_CAP_MAX;
   size_t room = budget_room(size);
-  if (want > b->cap + room && hp_self.events >= TC_GC_EVENTS / 8) {
-    gc();
-    room = budget_room(size);
-  }
   b->busy = 1;
   if (want > b->cap + room) want = b->cap + room;
   if (want <= b->cap) return;
@@ -145,9 +151,9 @@ static struct tc_entry **detach(size_t tidx, size_t k, struct tc_entry **tail) {
 /* Free every chunk on the list into its arena: one lock per arena, the
    chunks of the first arena on the list first.  `merge`: free them as
    free() would, merging with their neighbours (what a thread that exits,
-   malloc_trim and the gc give back), else park the small ones unmerged in
-   the arena's fastbins, where the next refill of their size takes them
-   back by the batch (what an overflowing bin gives back).  */
+   malloc_trim and the gc give back), else park another arena's small ones
+   unmerged in its fastbins, where its owner's next refill of their size
+   takes them back by the batch (what an overflowing bin gives back).  */
 static void free_by_arena(struct tc_entry *list, bool merge) {
   while (list) {
     struct arena *ar = arena_for_chunk(mem2chunk(list));
@@ -161,7 +167,7 @@ static void free_by_arena(struct tc_entry *list, bool merge) {
         continue;
       }
       *pp = e->next;
-      if (!merge && mp.max_fast && chunksize(c) <= FASTBIN_MAX_CHUNK)
+      if (!merge && ar != hp_self.arena && mp.max_fast && chunksize(c) <= FASTBIN_MAX_CHUNK)
         fastbin_push(ar, c);
       else
         int_free_locked(ar, c);
@@ -227,7 +233,7 @@ void *tcache_refill(size_t tidx, size_t nb) {
   hp_self.filling = !mp.tcache_fixed;
   void *p = int_malloc(ar, nb - SIZE_SZ);
   hp_self.filling = false;
-  if (p && !mp.tcache_fixed && !chunk_is_mmapped(mem2chunk(p))) fill_from_top(ar, tidx, nb);
+  if (p && !mp.tcache_fixed && tidx < TC_SMALL_BINS && !chunk_is_mmapped(mem2chunk(p))) fill_from_top(ar, tidx, nb);
   arena_unlock_if(ar, lk);
   if (!p && (ar = arena_retry(ar)) != NULL) {
     arena_lock(ar);

@@ -219,26 +219,58 @@ Test(tcache, budget_limits_the_caps) {
   (void)g;
 }
 
-/* A full bin gives its most recent half back, into the fastbins of the
-   arena of each chunk, in one batch.  */
-Test(tcache, overflow_flushes_half_by_arena) {
+/* A full bin gives its most recent half back, in one batch: its own
+   arena's chunks merged into the bins, as free() would.  */
+Test(tcache, overflow_gives_half_back) {
   tunables("hpmalloc.tcache_bytes=8192");
   enum { N = 80 };
-  void *p[N];
-  for (int i = 0; i < N; i++) p[i] = hpt_malloc(200);
+  void *p[N], *g[N];
+  alloc_apart(p, g, N, 200);
   struct tc_bin *bin = bin_of(200);
   size_t size = request2size(200), c0 = bin->count;
+  struct hp_arena_stats st0, st1;
+  arena_collect(&main_arena, &st0);
   for (int i = 0; i < N; i++) hpt_free(p[i]);
-  cr_assert_eq(bin->cap, 8192 / size, "the cap grew until the budget stopped it");
-  size_t parked = fastbin_length(&main_arena, size);
-  cr_assert_gt(parked, 0, "overflows gave chunks back, unmerged, to the fastbins");
-  cr_assert_eq(bin->count + parked, c0 + N, "every chunk is in the bin or parked");
+  arena_collect(&main_arena, &st1);
+  cr_assert_lt(8192 - hp_self.cap_bytes, size, "the cap grew until the budget stopped it");
   cr_assert_geq(bin->count, bin->cap / 2, "an overflow keeps half the bin");
-  /* a refill takes them back by the batch */
-  size_t n = bin->count;
-  for (size_t i = 0; i <= n; i++) cr_assert_not_null(hpt_malloc(200));
-  cr_assert_eq(bin->count, bin->cap, "one miss refilled the bin from the parked chunks");
-  cr_assert_eq(fastbin_length(&main_arena, size), parked - bin->cap - 1);
+  size_t flushed = c0 + N - bin->count;
+  cr_assert_gt(flushed, 0);
+  cr_assert_eq(st1.free - st0.free, flushed * size, "the rest went back to the arena, free there");
+  cr_assert_eq(fastbin_length(&main_arena, size), 0, "nothing parked: its own arena's chunks merge");
+  check_all_arenas();
+  (void)g;
+}
+
+/* Blocks another thread allocated: the overflow parks them unmerged in
+   their arena's fastbins, where that arena's next refill takes them back
+   by the batch.  */
+struct foreign {
+  void *p[80];
+  struct arena *ar;
+};
+
+static void *alloc_foreign(void *arg) {
+  struct foreign *f = arg;
+  for (int i = 0; i < 80; i++) f->p[i] = hpt_malloc(200);
+  f->ar = hp_self.arena;
+  return NULL;
+}
+
+Test(tcache, overflow_parks_another_arenas_chunks) {
+  tunables("hpmalloc.tcache_bytes=8192");
+  static struct foreign f;
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, alloc_foreign, &f), 0);
+  cr_assert_eq(pthread_join(th, NULL), 0);
+  cr_assert_neq(f.ar, &main_arena);
+  struct tc_bin *bin = bin_of(200);
+  size_t size = request2size(200);
+  for (int i = 0; i < 80; i++) hpt_free(f.p[i]);
+  size_t parked = fastbin_length(f.ar, size);
+  cr_assert_gt(parked, 0, "the overflows parked the thread's chunks in its arena's fastbins");
+  cr_assert_eq(parked + bin->count, 80, "every block is in the bin or parked");
+  cr_assert_eq(fastbin_length(&main_arena, size), 0);
   check_all_arenas();
 }
 
