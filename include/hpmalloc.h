@@ -43,6 +43,8 @@ struct hpmalloc_stats {
   size_t collapses;         /* first huge pages of heaps collapsed (MADV_COLLAPSE), outside any lock */
   size_t collapse_failures; /* of those, refused by the kernel (khugepaged may do it later) */
   size_t collapse_ns;       /* time spent in them */
+  size_t prefault_bytes;    /* bytes the prefault helper faulted in ahead of need (hpmalloc.prefault) */
+  size_t prefault_ns;       /* time it spent */
 };
 
 /* Fill *st (of size `size`, normally sizeof *st) with a consistent snapshot;

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "bins.h"
+#include "prefault.h"
 #include "top.h"
 
 struct arena main_arena;
@@ -240,6 +241,7 @@ static void fork_child(void) {
     }
   }
   tcache_fork_child();
+  prefault_fork_child();
   pthread_mutex_init(&hp_list_lock, NULL);
   /* glibc's fork reset stdio's list lock in the child already */
 }

@@ -113,6 +113,9 @@ static void round_for_huge(bool raise_threshold) {
   size_t huge = region_mode_page();
   if (!huge) return;
   mp.trim_threshold = align_up(mp.trim_threshold ? mp.trim_threshold : 1, huge);
+  /* what a growing heap faulted in ahead is not trimmed by the next free */
+  size_t ahead = (region_get_policy()->prefault + 1) * huge;
+  if (region_get_policy()->prefault && mp.trim_threshold < ahead) mp.trim_threshold = ahead;
   if (raise_threshold && mp.mmap_threshold < huge) mp.mmap_threshold = huge;
 }
 
@@ -134,7 +137,9 @@ void hp_apply_tunables(const struct hp_tunable_values *tv) {
   mp.tcache_bytes = (size_t)v[HP_T_TCACHE_BYTES];
   tcache_configure();
   mp.tcache_unsorted_limit = (size_t)v[HP_T_TCACHE_UNSORTED_LIMIT];
-  struct region_policy pol = { .page = mp.page, .huge_waste_pct = (size_t)v[HP_T_HUGE_WASTE] };
+  struct region_policy pol = { .page = mp.page,
+                               .huge_waste_pct = (size_t)v[HP_T_HUGE_WASTE],
+                               .prefault = (size_t)v[HP_T_PREFAULT] };
   mp.mode_reason = resolve_mode(&pol, v[HP_T_HUGETLB], v[HP_T_HUGETLB_SIZE]);
   region_set_policy(&pol);
   size_t huge = region_mode_page();

@@ -32,6 +32,8 @@
 
 #include <errno.h>
 
+#include "prefault.h"
+
 #define HP_KERNEL_OS                                                                                                \
   {                                                                                                                 \
     .map = hp_os_map, .unmap = hp_os_unmap, .protect = hp_os_protect, .advise = hp_os_advise, .remap = hp_os_remap, \
@@ -322,14 +324,46 @@ int region_commit(struct region *r, size_t upto) {
      The caller holds the arena's lock, and a collapse copies up to 2 MiB:
      it runs once the lock is dropped.  */
   size_t part = align_down(from, r->page);
-  if (r->kind == HP_REGION_THP && from != part && upto >= part + r->page)
-    region_deferred = (struct region_deferred){ r->base + part, r->page };
+  if (r->kind == HP_REGION_THP && from != part && upto >= part + r->page) {
+    region_deferred.addr = r->base + part;
+    region_deferred.len = r->page;
+    region_deferred.pending |= REGION_DEFERRED_COLLAPSE;
+  }
   return 0;
+}
+
+/* With hpmalloc.prefault, a growing THP heap (not young) commits that many
+   huge pages beyond what was asked and hands them to the helper thread to
+   fault in: where the next growth will land, zeroed beside the program.  */
+static size_t commit_ahead(const struct region *r, size_t upto) {
+  if (!policy.prefault || r->kind != HP_REGION_THP || young(r)) return upto;
+  size_t end = upto + policy.prefault * r->page;
+  return end < upto || end > r->reserved ? r->reserved : end;
+}
+
+int region_commit_ahead(struct region *r, size_t upto) {
+  if (region_commit(r, commit_ahead(r, upto)) != 0) return region_commit(r, upto);
+  size_t lo = align_up(upto, r->page);
+  if (lo < r->prefaulted) lo = r->prefaulted;
+  if (r->committed > lo) {
+    prefault_request(r->base + lo, r->committed - lo);
+    r->prefaulted = r->committed;
+  }
+  return 0;
+}
+
+bool region_populate(void *addr, size_t len) {
+  int saved = errno;
+  bool ok = hp_kernel.advise(addr, len, HP_ADV_POPULATE_WRITE) == 0;
+  errno = saved;
+  return ok;
 }
 
 void region_run_deferred_slow(void) {
   struct region_deferred d = region_deferred;
-  region_deferred.len = 0;
+  region_deferred.pending = 0;
+  if (d.pending & REGION_DEFERRED_PREFAULT) prefault_start();
+  if (!(d.pending & REGION_DEFERRED_COLLAPSE)) return;
   int saved = errno;
   uint64_t t0 = hp_os_now_ns();
   if (hp_kernel.advise(d.addr, d.len, HP_ADV_COLLAPSE) != 0)
@@ -354,6 +388,7 @@ void region_decommit(struct region *r, size_t downto) {
   if (r->kind != HP_REGION_HUGETLB) hp_kernel.protect(p, len, HP_PROT_NONE);
   errno = saved;
   r->committed = downto;
+  if (r->prefaulted > downto) r->prefaulted = downto;
 }
 
 void region_release(struct region *r) {

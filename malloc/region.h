@@ -23,6 +23,7 @@ struct region_policy {
   size_t thp_size;       /* PMD size when the kernel offers THP (madvise or always), else 0 */
   size_t hugetlb_size;   /* hugetlb page size in mode 2 */
   size_t huge_waste_pct; /* hpmalloc.huge_waste: how much rounding to huge pages may add */
+  size_t prefault;       /* hpmalloc.prefault: huge pages a growing THP heap faults in ahead, in a helper thread */
 };
 HP_INTERNAL void region_set_policy(const struct region_policy *p);
 HP_INTERNAL const struct region_policy *region_get_policy(void);
@@ -65,20 +66,27 @@ struct region_costs {
 };
 extern struct region_costs region_costs HP_INTERNAL;
 
-/* Huge-page work that can wait for the arena's lock to be dropped: a
-   collapse region_commit asked for, run by region_run_deferred().  One per
-   thread; a second request before the first ran replaces it (a collapse not
-   run is left to khugepaged).  */
+/* Work that can wait for the arena's lock to be dropped, run by
+   region_run_deferred(): a collapse region_commit asked for (one per
+   thread; a second request before the first ran replaces it, and a collapse
+   not run is left to khugepaged), and the start of the prefault helper
+   (prefault.c).  */
+enum { REGION_DEFERRED_COLLAPSE = 1, REGION_DEFERRED_PREFAULT = 2 };
 struct region_deferred {
   void *addr;
   size_t len;
+  unsigned pending; /* REGION_DEFERRED_* */
 };
 extern __thread struct region_deferred region_deferred HP_INTERNAL __attribute__((tls_model("initial-exec")));
 HP_INTERNAL void region_run_deferred_slow(void);
 /* Call with no arena lock held, after a path that may have grown a heap.  */
 static inline void region_run_deferred(void) {
-  if (HP_UNLIKELY(region_deferred.len != 0)) region_run_deferred_slow();
+  if (HP_UNLIKELY(region_deferred.pending != 0)) region_run_deferred_slow();
 }
+
+/* Fault [addr, addr+len) in (MADV_POPULATE_WRITE): for the prefault
+   helper.  True when the kernel did; errno kept.  */
+HP_INTERNAL bool region_populate(void *addr, size_t len);
 
 /* ------------------------------------------------------------------ heap regions */
 
@@ -89,9 +97,10 @@ struct region {
   size_t committed; /* bytes from base that are readable and writable */
   size_t page;      /* commit granularity: base page or huge page */
   enum hp_region_kind kind;
-  bool guard; /* an inaccessible page of ours sits right below base */
-  bool lazy;  /* THP: commit base pages until the first huge page would be nearly full (region_reserve
+  bool guard;        /* an inaccessible page of ours sits right below base */
+  bool lazy;         /* THP: commit base pages until the first huge page would be nearly full (region_reserve
                  sets it; a caller that knows the region will grow, clears it) */
+  size_t prefaulted; /* bytes from base handed to the prefault helper */
 };
 
 /* Reserve len bytes aligned to align (want: the kind asked for; a dry
@@ -103,6 +112,10 @@ HP_INTERNAL int region_extend(struct region *r, size_t more);
    ENOMEM.  Completing a lazy region's first huge page asks for a collapse,
    deferred (region_run_deferred).  */
 HP_INTERNAL int region_commit(struct region *r, size_t upto);
+/* region_commit, and with hpmalloc.prefault a THP region that is not young
+   commits that many huge pages more and queues them to be faulted in by
+   the helper thread (prefault.h).  What top.c's growth calls.  */
+HP_INTERNAL int region_commit_ahead(struct region *r, size_t upto);
 /* Give back [downto, committed) in whole pages of the region.  */
 HP_INTERNAL void region_decommit(struct region *r, size_t downto);
 HP_INTERNAL void region_release(struct region *r);

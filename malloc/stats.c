@@ -11,6 +11,7 @@
 
 #include "hpmalloc.h"
 #include "arena.h"
+#include "prefault.h"
 #include "tcache.h"
 #include "track.h"
 
@@ -228,6 +229,10 @@ static void info_hpmalloc(FILE *fp, const struct hp_arena_stats *sum) {
       "  <costs commits=\"%zu\" commit_ns=\"%zu\" collapses=\"%zu\" collapse_failures=\"%zu\" collapse_ns=\"%zu\"/>\n",
       atomic_load(&region_costs.commits), atomic_load(&region_costs.commit_ns), atomic_load(&region_costs.collapses),
       atomic_load(&region_costs.collapse_failures), atomic_load(&region_costs.collapse_ns));
+  fprintf(fp, "  <prefault pages=\"%zu\" requests=\"%zu\" dropped=\"%zu\" bytes=\"%zu\" ns=\"%zu\"/>\n",
+          region_get_policy()->prefault, atomic_load(&prefault_counters.requests),
+          atomic_load(&prefault_counters.dropped), atomic_load(&prefault_counters.bytes),
+          atomic_load(&prefault_counters.ns));
   fputs("</hpmalloc>\n", fp);
 }
 
@@ -294,6 +299,8 @@ int hp_stats(struct hpmalloc_stats *dst, size_t size) {
   out->collapses = atomic_load(&region_costs.collapses);
   out->collapse_failures = atomic_load(&region_costs.collapse_failures);
   out->collapse_ns = atomic_load(&region_costs.collapse_ns);
+  out->prefault_bytes = atomic_load(&prefault_counters.bytes);
+  out->prefault_ns = atomic_load(&prefault_counters.ns);
   memcpy(dst, out, out->version);
   return 0;
 }

@@ -179,7 +179,7 @@ static int grow_in_place(struct arena *ar, size_t nb) {
   if (padded > h->reg.reserved) padded = h->reg.reserved;
   if (ar != &main_arena && padded > mp.heap_max) padded = mp.heap_max;
   size_t before = h->reg.committed;
-  if (region_commit(&h->reg, padded) != 0) region_commit(&h->reg, want);
+  if (region_commit_ahead(&h->reg, padded) != 0) region_commit(&h->reg, want);
   if (h->reg.committed != before) {
     account(ar, &h->reg, (ptrdiff_t)(h->reg.committed - before));
     set_head(ar->top, (size_t)(heap_end(h) - top) | (ar->top->size & PREV_INUSE));

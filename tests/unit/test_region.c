@@ -22,6 +22,7 @@
 #include "hpmalloc.h"
 #include "hpt_api.h"
 #include "arena.h"
+#include "prefault.h"
 #include "region.h"
 
 #define KiB ((size_t)1 << 10)
@@ -310,7 +311,7 @@ Test(region, thp_young_region_commits_base_pages_then_collapses) {
   size_t c0 = atomic_load(&region_costs.collapses);
   region_run_deferred();
   expect_call(n1 + 1, OP_ADVISE, (uintptr_t)r.base, 2 * MiB, HP_ADV_COLLAPSE);
-  cr_assert_eq(region_deferred.len, 0);
+  cr_assert_eq(region_deferred.pending, 0);
   cr_assert_eq(atomic_load(&region_costs.collapses), c0 + 1, "counted");
   region_run_deferred();
   cr_assert_eq(count_calls(OP_ADVISE, HP_ADV_COLLAPSE), 1, "once");
@@ -334,6 +335,98 @@ Test(region, thp_young_region_jumping_past_its_first_page_collapses_it) {
   expect_call(n0, OP_PROTECT, (uintptr_t)r.base + 64 * 1024, 6 * MiB - 64 * 1024, HP_PROT_RW);
   region_run_deferred();
   expect_call(n0 + 1, OP_ADVISE, (uintptr_t)r.base, 2 * MiB, HP_ADV_COLLAPSE);
+}
+
+/* hpmalloc.prefault: a growing THP region commits N huge pages ahead and a
+   helper thread faults them in, page by page, once started outside the
+   caller's lock.  */
+static void set_prefault(size_t pages) {
+  struct region_policy pol = *region_get_policy();
+  pol.prefault = pages;
+  region_set_policy(&pol);
+}
+
+static bool wait_prefaulted(size_t bytes) {
+  for (int i = 0; i < 2000 && atomic_load(&prefault_counters.bytes) < bytes; i++) usleep(1000);
+  return atomic_load(&prefault_counters.bytes) >= bytes;
+}
+
+Test(region, prefault_commits_ahead_and_a_helper_faults_it_in) {
+  fake_kernel(1, 2 * MiB, 0);
+  set_prefault(3);
+  struct region r;
+  cr_assert_eq(region_reserve(&r, 64 * MiB, 0, HP_REGION_THP), 0);
+  r.lazy = false;
+  size_t b0 = atomic_load(&prefault_counters.bytes);
+  cr_assert_eq(region_commit_ahead(&r, 5 * MiB), 0);
+  cr_assert_eq(r.committed, 12 * MiB, "6 MiB asked (whole pages), 3 huge pages more");
+  cr_assert_eq(r.prefaulted, 12 * MiB);
+  cr_assert(region_deferred.pending & REGION_DEFERRED_PREFAULT, "the helper starts once the lock is dropped");
+  size_t n0 = fk.n;
+  region_run_deferred();
+  cr_assert(wait_prefaulted(b0 + 6 * MiB), "the helper faulted the 6 MiB ahead in");
+  size_t pops = 0;
+  for (size_t i = n0; i < fk.n; i++) {
+    const struct call *c = &fk.calls[i];
+    if (c->op != OP_ADVISE || c->arg != HP_ADV_POPULATE_WRITE) continue;
+    cr_assert_geq(c->addr, (uintptr_t)r.base + 6 * MiB, "not what the caller asked for");
+    cr_assert_eq(c->len, 2 * MiB, "a huge page per call");
+    pops++;
+  }
+  cr_assert_eq(pops, 3);
+  /* the next growth: the window moves on, past what was faulted in */
+  size_t q0 = atomic_load(&prefault_counters.requests);
+  cr_assert_eq(region_commit_ahead(&r, 13 * MiB), 0);
+  cr_assert_eq(r.committed, 20 * MiB);
+  cr_assert_eq(atomic_load(&prefault_counters.requests), q0 + 1);
+  cr_assert(wait_prefaulted(b0 + 12 * MiB), "[14, 20) MiB faulted in too");
+  /* a trim below what was prefaulted lowers the mark */
+  region_decommit(&r, 4 * MiB);
+  cr_assert_eq(r.prefaulted, 4 * MiB);
+}
+
+/* A fork child has no helper (threads do not survive fork): the first
+   request there starts its own.  */
+Test(region, prefault_helper_restarts_in_a_fork_child) {
+  fake_kernel(1, 2 * MiB, 0);
+  fk.real = true; /* the child's helper must touch real memory */
+  set_prefault(1);
+  struct region r;
+  cr_assert_eq(region_reserve(&r, 16 * MiB, 0, HP_REGION_THP), 0);
+  r.lazy = false;
+  cr_assert_eq(region_commit_ahead(&r, 2 * MiB), 0);
+  region_run_deferred();
+  cr_assert(wait_prefaulted(2 * MiB));
+  fflush(NULL);
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    prefault_fork_child(); /* what arena.c's fork handler does */
+    size_t b = atomic_load(&prefault_counters.bytes);
+    if (region_commit_ahead(&r, 5 * MiB) != 0) _exit(1);
+    if (!(region_deferred.pending & REGION_DEFERRED_PREFAULT)) _exit(2);
+    region_run_deferred();
+    _exit(wait_prefaulted(b + 2 * MiB) ? 0 : 3);
+  }
+  int st;
+  cr_assert_eq(waitpid(pid, &st, 0), pid);
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+}
+
+Test(region, prefault_off_and_young_regions_commit_only_what_is_asked) {
+  fake_kernel(1, 2 * MiB, 0);
+  struct region r;
+  cr_assert_eq(region_reserve(&r, 64 * MiB, 0, HP_REGION_THP), 0);
+  cr_assert_eq(region_commit_ahead(&r, 4096), 0);
+  cr_assert_eq(r.committed, 4096, "young: base pages, nothing ahead");
+  set_prefault(2);
+  cr_assert_eq(region_commit_ahead(&r, 8192), 0);
+  cr_assert_eq(r.committed, 8192, "still young");
+  set_prefault(0);
+  r.lazy = false;
+  cr_assert_eq(region_commit_ahead(&r, 3 * MiB), 0);
+  cr_assert_eq(r.committed, 4 * MiB, "prefault off");
+  cr_assert_eq(r.prefaulted, 0);
 }
 
 /* A region its caller knows will grow (an arena's heap after the first)
