@@ -1,7 +1,8 @@
 /* stats.c: mallinfo, mallinfo2, malloc_stats, malloc_info and
  * hpmalloc_stats.  Counters are gathered under each arena's lock into a
  * plain struct, and printed only after the lock is dropped (printing may
- * allocate).  */
+ * allocate).  What the kernel backs with huge pages is measured by
+ * backed.c, with no lock held.  */
 #include "stats.h"
 
 #include <errno.h>
@@ -11,8 +12,14 @@
 
 #include "hpmalloc.h"
 #include "arena.h"
+#include "backed.h"
+#include "mmapped.h"
 #include "tcache.h"
 #include "track.h"
+
+_Static_assert(HPMALLOC_BACKED_UNKNOWN == HP_CENSUS_UNKNOWN && HPMALLOC_BACKED_PAGEMAP_SCAN == HP_CENSUS_PAGEMAP_SCAN &&
+                   HPMALLOC_BACKED_SMAPS == HP_CENSUS_SMAPS,
+               "hpmalloc.h's backed_source values are hp_sys.h's census values");
 
 /* Per-bin figures for malloc_info.  */
 struct bin_line {
@@ -212,8 +219,21 @@ static void info_totals(FILE *fp, const struct hp_arena_stats *st, size_t max_sy
   fprintf(fp, "<aspace type=\"mprotect\" size=\"%zu\"/>\n", st->system);
 }
 
-/* hpmalloc's own element: the mode, why, the placement, bytes by kind.  */
-static void info_hpmalloc(FILE *fp, const struct hp_arena_stats *sum) {
+static const char *census_name(enum hp_census how) {
+  switch (how) {
+  case HP_CENSUS_PAGEMAP_SCAN: return "pagemap_scan";
+  case HP_CENSUS_SMAPS: return "smaps";
+  default: return "unknown";
+  }
+}
+
+/* hpmalloc's own element: the mode, why, the placement, bytes by kind,
+   advised and backed (`heaps`: the heaps' backed bytes, measured per heap
+   element; `how`: how they were).  */
+static void info_hpmalloc(FILE *fp, const struct hp_arena_stats *sum, const struct hp_backed *heaps,
+                          enum hp_census how) {
+  struct hp_backed mm;
+  how = census_coarser(how, backed_measure(NULL, NULL, &mm));
   fprintf(fp, "<hpmalloc version=\"%s\" mode=\"%d\" kind=\"%s\" pagesize=\"%zu\" hugepagesize=\"%zu\">\n",
           HPMALLOC_VERSION_STRING, region_get_policy()->mode, kind_name(), mp.page, region_mode_page());
   fprintf(fp, "  <reason>%s</reason>\n", mp.mode_reason);
@@ -221,6 +241,11 @@ static void info_hpmalloc(FILE *fp, const struct hp_arena_stats *sum) {
           (size_t)hp_placement.hint, (size_t)hp_placement.huge_hint, hp_placement.desc);
   fprintf(fp, "  <bytes thp=\"%zu\" hugetlb=\"%zu\" mmap_thp=\"%zu\" mmap_hugetlb=\"%zu\"/>\n", sum->thp, sum->hugetlb,
           atomic_load(&mp.mmapped_thp), atomic_load(&mp.mmapped_hugetlb));
+  if (how == HP_CENSUS_UNKNOWN) mm = (struct hp_backed){ 0, 0 };
+  fprintf(fp,
+          "  <backed source=\"%s\" thp=\"%zu\" hugetlb=\"%zu\" mmap_thp=\"%zu\" mmap_hugetlb=\"%zu\""
+          " mmap_unmeasured=\"%zu\"/>\n",
+          census_name(how), how ? heaps->thp : 0, how ? heaps->hugetlb : 0, mm.thp, mm.hugetlb, mmapped_unregistered());
   fprintf(fp, "  <fallbacks hugetlb=\"%zu\" thp=\"%zu\"/>\n", atomic_load(&region_fallbacks.hugetlb),
           atomic_load(&region_fallbacks.thp));
   fputs("</hpmalloc>\n", fp);
@@ -230,23 +255,30 @@ int hp_malloc_info(int options, FILE *fp) {
   if (options != 0) return EINVAL; /* as glibc 2.36: the value, errno untouched */
   hp_ensure_init();
   struct hp_arena_stats sum = { 0 };
+  struct hp_backed backed = { 0, 0 };
+  enum hp_census how = HP_CENSUS_PAGEMAP_SCAN;
   size_t max_system = 0;
   int n = 0;
   fputs("<malloc version=\"1\">\n", fp);
   for (struct arena *ar = &main_arena; ar; ar = arena_next(ar), n++) {
     struct hp_arena_stats st;
+    struct hp_backed hb;
     info_heap(fp, n, ar, &st);
     info_totals(fp, &st, ar->max_system_mem, false);
-    fprintf(fp, "<hugepages thp=\"%zu\" hugetlb=\"%zu\" heaps=\"%zu\"/>\n", st.thp, st.hugetlb, st.heaps);
+    how = census_coarser(how, backed_measure(ar, &hb, NULL));
+    fprintf(fp, "<hugepages thp=\"%zu\" hugetlb=\"%zu\" heaps=\"%zu\" thp_backed=\"%zu\" hugetlb_backed=\"%zu\"/>\n",
+            st.thp, st.hugetlb, st.heaps, hb.thp, hb.hugetlb);
     fputs("</heap>\n", fp);
     add_stats(&sum, &st);
+    backed.thp += hb.thp;
+    backed.hugetlb += hb.hugetlb;
     max_system += ar->max_system_mem;
   }
   info_totals(fp, &sum, max_system, true);
   size_t cached_count, cached_bytes;
   tcache_totals(&cached_count, &cached_bytes);
   fprintf(fp, "<total type=\"tcache\" count=\"%zu\" size=\"%zu\"/>\n", cached_count, cached_bytes);
-  info_hpmalloc(fp, &sum);
+  info_hpmalloc(fp, &sum, &backed, how);
   fputs("</malloc>\n", fp);
   return 0;
 }
@@ -255,6 +287,19 @@ int hp_malloc_info(int options, FILE *fp) {
 /* The struct as hpmalloc 0.1.0 had it: callers built then pass this size
    and get the fields it had.  */
 static const size_t STATS_V1_SIZE = offsetof(struct hpmalloc_stats, bytes_cached);
+/* A caller whose struct ends before the measured fields does not pay for
+   the census.  */
+static const size_t STATS_BACKED_OFFSET = offsetof(struct hpmalloc_stats, bytes_heap_thp_backed);
+
+static void stats_backed(struct hpmalloc_stats *out) {
+  struct hp_backed heaps, mm;
+  out->backed_source = (int)backed_measure(NULL, &heaps, &mm);
+  out->bytes_heap_thp_backed = heaps.thp;
+  out->bytes_heap_hugetlb_backed = heaps.hugetlb;
+  out->bytes_mmapped_thp_backed = mm.thp;
+  out->bytes_mmapped_hugetlb_backed = mm.hugetlb;
+  out->n_mmapped_unmeasured = mmapped_unregistered();
+}
 
 int hp_stats(struct hpmalloc_stats *dst, size_t size) {
   if (!dst || size < STATS_V1_SIZE) {
@@ -273,8 +318,12 @@ int hp_stats(struct hpmalloc_stats *dst, size_t size) {
   out->bytes_mapped = t.sum.system + mm;
   out->bytes_free = t.sum.free;
   out->bytes_in_use = t.sum.inuse + mm;
-  out->bytes_thp = t.sum.thp + atomic_load(&mp.mmapped_thp);
-  out->bytes_hugetlb = t.sum.hugetlb + atomic_load(&mp.mmapped_hugetlb);
+  out->bytes_heap_thp = t.sum.thp;
+  out->bytes_heap_hugetlb = t.sum.hugetlb;
+  out->bytes_mmapped_thp = atomic_load(&mp.mmapped_thp);
+  out->bytes_mmapped_hugetlb = atomic_load(&mp.mmapped_hugetlb);
+  out->bytes_thp = out->bytes_heap_thp + out->bytes_mmapped_thp;
+  out->bytes_hugetlb = out->bytes_heap_hugetlb + out->bytes_mmapped_hugetlb;
   out->fallbacks_hugetlb = atomic_load(&region_fallbacks.hugetlb);
   out->fallbacks_thp = atomic_load(&region_fallbacks.thp);
   out->n_arenas = atomic_load(&mp.n_arenas);
@@ -284,6 +333,7 @@ int hp_stats(struct hpmalloc_stats *dst, size_t size) {
   out->huge_page_size = region_mode_page();
   out->bytes_cached = t.cached_bytes;
   out->n_cached = t.cached_count;
+  if (size > STATS_BACKED_OFFSET) stats_backed(out);
   memcpy(dst, out, out->version);
   return 0;
 }
