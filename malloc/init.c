@@ -10,11 +10,13 @@
 #include <malloc.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hpmalloc.h"
 #include "arena.h"
 #include "bins.h"
+#include "stats.h"
 #include "top.h"
 #include "track.h"
 #include "tunables.h"
@@ -155,6 +157,7 @@ static void verbose_line(void) {
 }
 
 static bool verbose;
+static bool stats_at_exit;
 
 static void init_phase1(void) {
   hp_sys_probe(&hp_sysinfo);
@@ -177,7 +180,10 @@ static void init_phase1(void) {
   tcache_thread_start();
   hp_tc_max_request = hp_self.on ? tidx2usize(mp.tcache_bins - 1) : 0;
   verbose = tv.val[HP_T_VERBOSE] != 0;
+  stats_at_exit = tv.val[HP_T_STATS] != 0;
 }
+
+static void report_at_exit(void) { hp_stats_report(); }
 
 void hp_init_slow(void) {
   int expected = 0;
@@ -186,6 +192,7 @@ void hp_init_slow(void) {
     atomic_store_explicit(&hp_initialized, 2, memory_order_release);
     arena_fork_setup();
     if (verbose) verbose_line();
+    if (stats_at_exit) atexit(report_at_exit); /* may allocate: phase 2 */
     return;
   }
   while (atomic_load_explicit(&hp_initialized, memory_order_acquire) != 2) sched_yield();

@@ -1,14 +1,16 @@
-/* stats.c: mallinfo, mallinfo2, malloc_stats, malloc_info and
- * hpmalloc_stats.  Counters are gathered under each arena's lock into a
- * plain struct, and printed only after the lock is dropped (printing may
- * allocate).  What the kernel backs with huge pages is measured by
- * backed.c, with no lock held.  */
+/* stats.c: mallinfo, mallinfo2, malloc_stats, malloc_info,
+ * hpmalloc_stats and the report at exit (hpmalloc.stats).  Counters are
+ * gathered under each arena's lock into a plain struct, and printed only
+ * after the lock is dropped (printing may allocate).  What the kernel
+ * backs with huge pages is measured by backed.c, with no lock held.  */
 #include "stats.h"
 
 #include <errno.h>
 #include <malloc.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hpmalloc.h"
 #include "arena.h"
@@ -177,6 +179,130 @@ void hp_malloc_stats(void) {
   fprintf(stderr, "in use bytes     = %10u\n", (unsigned int)(inuse_total + mm));
   fprintf(stderr, "max mmap regions = %10u\n", (unsigned int)atomic_load(&mp.max_n_mmaps));
   fprintf(stderr, "max mmap bytes   = %10lu\n", (unsigned long)atomic_load(&mp.max_mmapped_mem));
+  pthread_setcancelstate(cancel_state, NULL);
+}
+
+/* ------------------------------------------------------------------ the report at exit */
+
+/* hpmalloc.stats=1 (HPMALLOC_STATS=1) prints, at exit, a table a person
+   reads, on stderr, as jemalloc's stats_print does: per arena and in
+   total, what the allocator holds, what it asked huge pages for and what
+   the kernel backs with them.  Each arena is gathered under its lock, then
+   measured and printed with no lock held.  Lines go out whole with
+   write(2): no stdio, which a program may have closed by then.  */
+
+enum { REPORT_LABEL = 10, REPORT_COL = 12, REPORT_COLS = 8 };
+#define REPORT_NONE SIZE_MAX /* a figure a row does not have: "-" */
+
+/* Bytes as a person reads them: "0", "512 B", "12.5 KiB", "200.3 MiB",
+   "1.2 GiB" (tenths rounded down).  */
+static void human(char *buf, size_t cap, size_t b) {
+  static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+  unsigned u = 0;
+  while (u < 4 && b >> (10 * (u + 1)) != 0) u++;
+  size_t whole = b >> (10 * u), rest = b - (whole << (10 * u));
+  if (u == 0)
+    snprintf(buf, cap, b ? "%zu B" : "0", whole);
+  else
+    snprintf(buf, cap, "%zu.%zu %s", whole, (size_t)((rest >> (10 * u - 10)) * 10 >> 10), units[u]);
+}
+
+/* One row: its label, then each figure right-aligned in its column
+   ("?" for a backed figure the system could not measure).  */
+static void report_row(const char *label, const size_t v[REPORT_COLS], bool backed_known) {
+  char line[REPORT_LABEL + REPORT_COLS * REPORT_COL + 2], cell[48];
+  size_t n = (size_t)snprintf(line, sizeof line, "%-*s", REPORT_LABEL, label);
+  for (unsigned i = 0; i < REPORT_COLS && n < sizeof line - 1; i++) {
+    bool backed = i == 5 || i == 7;
+    if (v[i] == REPORT_NONE || (backed && !backed_known))
+      snprintf(cell, sizeof cell, "%s", v[i] == REPORT_NONE ? "-" : "?");
+    else
+      human(cell, sizeof cell, v[i]);
+    n += (size_t)snprintf(line + n, sizeof line - n, "%*s", REPORT_COL, cell);
+  }
+  if (n > sizeof line - 2) n = sizeof line - 2;
+  line[n++] = '\n';
+  hp_os_write_err(line, n);
+}
+
+/* printf to stderr, one whole line of at most 255 bytes.  */
+__attribute__((format(printf, 1, 2))) static void report_line(const char *fmt, ...) {
+  char line[256];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if ((size_t)n > sizeof line - 2) n = (int)sizeof line - 2;
+  line[n++] = '\n';
+  hp_os_write_err(line, (size_t)n);
+}
+
+static void report_add(size_t sum[REPORT_COLS], const size_t v[REPORT_COLS]) {
+  for (unsigned i = 0; i < REPORT_COLS; i++)
+    if (v[i] != REPORT_NONE) sum[i] += v[i];
+}
+
+static const char *census_words(enum hp_census how) {
+  switch (how) {
+  case HP_CENSUS_PAGEMAP_SCAN: return "measured page by page (PAGEMAP_SCAN)";
+  case HP_CENSUS_SMAPS: return "measured mapping by mapping (/proc/self/smaps)";
+  default: return "unknown: this system cannot tell (\"?\")";
+  }
+}
+
+void hp_stats_report(void) {
+  hp_ensure_init();
+  int cancel_state;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
+  const struct region_policy *pol = region_get_policy();
+  size_t huge = region_mode_page();
+  report_line("hpmalloc %s: statistics at exit of process %d", HPMALLOC_VERSION_STRING, (int)getpid());
+  report_line("mode %d, huge page %zu KiB: %s", pol->mode, (huge ? huge : mp.page) >> 10, mp.mode_reason);
+  report_line("placement: %s", hp_placement.desc);
+  report_line("%-*s%*s%*s%*s%*s%*s%*s%*s%*s", REPORT_LABEL, "", REPORT_COL, "mapped", REPORT_COL, "in use", REPORT_COL,
+              "free", REPORT_COL, "cached", REPORT_COL, "THP", REPORT_COL, "THP", REPORT_COL, "hugetlb", REPORT_COL,
+              "hugetlb");
+  report_line("%-*s%*s%*s%*s%*s", REPORT_LABEL + 4 * REPORT_COL, "", REPORT_COL, "advised", REPORT_COL, "backed",
+              REPORT_COL, "committed", REPORT_COL, "backed");
+  size_t total[REPORT_COLS] = { 0 };
+  enum hp_census how = HP_CENSUS_PAGEMAP_SCAN;
+  int i = 0;
+  for (struct arena *ar = &main_arena; ar; ar = arena_next(ar), i++) {
+    struct hp_arena_stats st;
+    struct hp_backed hb;
+    char label[24];
+    arena_collect(ar, &st);
+    enum hp_census h = backed_measure(ar, &hb, NULL);
+    how = census_coarser(how, h);
+    const size_t v[REPORT_COLS] = { st.system, st.inuse, st.free, REPORT_NONE, st.thp, hb.thp, st.hugetlb, hb.hugetlb };
+    snprintf(label, sizeof label, "arena %d", i);
+    report_row(label, v, h != HP_CENSUS_UNKNOWN);
+    report_add(total, v);
+  }
+  struct hp_backed mb;
+  enum hp_census h = backed_measure(NULL, NULL, &mb);
+  how = census_coarser(how, h);
+  size_t mm = atomic_load(&mp.mmapped_mem), cached_count, cached_bytes;
+  const size_t mv[REPORT_COLS] = {
+    mm, mm, REPORT_NONE, REPORT_NONE, atomic_load(&mp.mmapped_thp), mb.thp, atomic_load(&mp.mmapped_hugetlb), mb.hugetlb
+  };
+  report_row("mmapped", mv, h != HP_CENSUS_UNKNOWN);
+  report_add(total, mv);
+  tcache_totals(&cached_count, &cached_bytes); /* free, though the arenas count them in use */
+  if (cached_bytes > total[1]) cached_bytes = total[1];
+  total[1] -= cached_bytes;
+  total[2] += cached_bytes;
+  total[3] = cached_bytes;
+  report_row("total", total, how != HP_CENSUS_UNKNOWN);
+  report_line("huge pages backed: %s", census_words(how));
+  if (mmapped_unregistered())
+    report_line("  %zu chunks mapped on their own were not measured (more than the registry holds)",
+                mmapped_unregistered());
+  report_line("fallbacks: %zu from hugetlb (the pool ran dry), %zu from THP (MADV_HUGEPAGE refused)",
+              atomic_load(&region_fallbacks.hugetlb), atomic_load(&region_fallbacks.thp));
+  report_line("an arena's \"in use\" includes the %zu blocks in the threads' caches; \"total\" counts them as cached",
+              cached_count);
   pthread_setcancelstate(cancel_state, NULL);
 }
 

@@ -78,6 +78,7 @@ const struct hp_tunable_desc hp_tunable_table[HP_T_COUNT] = {
   [HP_T_VERBOSE] = { "hpmalloc.verbose", "HPMALLOC_VERBOSE", HP_TT_INT32, 0, 1, 0 },
   /* 1 MiB: see malloc/tcache.c and bench/results/malloc.md for the measurement behind it */
   [HP_T_TCACHE_BYTES] = { "hpmalloc.tcache_bytes", NULL, HP_TT_SIZE, 0, HP_SZ_MAX, HP_MIB },
+  [HP_T_STATS] = { "hpmalloc.stats", "HPMALLOC_STATS", HP_TT_INT32, 0, 1, 0 },
 };
 
 static const char glibc_prefix[] = "glibc.";

@@ -28,6 +28,7 @@ enum hp_tunable_id {
   HP_T_HUGE_WASTE, /* hpmalloc.huge_waste: max percent of a large request, or of a heap's first THP page, wasted by rounding to huge pages */
   HP_T_VERBOSE,    /* hpmalloc.verbose  HPMALLOC_VERBOSE: 1 = print the resolved mode at start-up */
   HP_T_TCACHE_BYTES, /* hpmalloc.tcache_bytes: bytes one thread's cache may hold (its caps' sum) */
+  HP_T_STATS,        /* hpmalloc.stats  HPMALLOC_STATS: 1 = print the statistics at exit */
   HP_T_COUNT
 };
 
