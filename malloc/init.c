@@ -192,7 +192,10 @@ void hp_init_slow(void) {
     atomic_store_explicit(&hp_initialized, 2, memory_order_release);
     arena_fork_setup();
     if (verbose) verbose_line();
-    if (stats_at_exit) atexit(report_at_exit); /* may allocate: phase 2 */
+    if (stats_at_exit && atexit(report_at_exit) != 0) { /* may allocate: phase 2 */
+      static const char msg[] = "hpmalloc: hpmalloc.stats: cannot print the statistics at exit (atexit failed)\n";
+      hp_os_write_err(msg, sizeof msg - 1);
+    }
     return;
   }
   while (atomic_load_explicit(&hp_initialized, memory_order_acquire) != 2) sched_yield();

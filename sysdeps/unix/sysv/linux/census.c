@@ -36,10 +36,20 @@
 
 /* The kernel's PAGEMAP_SCAN interface (include/uapi/linux/fs.h, 6.7),
    declared here because older headers lack it; the layout and the numbers
-   are the kernel ABI.  */
+   are the kernel ABI.  The kernel reads what cppcheck calls unused.  */
 struct hp_pm_scan_arg {
-  uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
-  uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
+  uint64_t size;                /* cppcheck-suppress unusedStructMember ; sizeof the struct */
+  uint64_t flags;               /* cppcheck-suppress unusedStructMember ; 0: only read, write-protect nothing */
+  uint64_t start;               /* cppcheck-suppress unusedStructMember ; the range to walk */
+  uint64_t end;                 /* cppcheck-suppress unusedStructMember */
+  uint64_t walk_end;            /* out: where the walk stopped */
+  uint64_t vec;                 /* cppcheck-suppress unusedStructMember ; the output array ... */
+  uint64_t vec_len;             /* cppcheck-suppress unusedStructMember ; ... and its length */
+  uint64_t max_pages;           /* cppcheck-suppress unusedStructMember ; 0: no limit */
+  uint64_t category_inverted;   /* cppcheck-suppress unusedStructMember */
+  uint64_t category_mask;       /* cppcheck-suppress unusedStructMember ; categories a page must all have */
+  uint64_t category_anyof_mask; /* cppcheck-suppress unusedStructMember */
+  uint64_t return_mask;         /* cppcheck-suppress unusedStructMember ; categories reported */
 };
 #define HP_PAGEMAP_SCAN _IOWR('f', 16, struct hp_pm_scan_arg)
 enum { HP_PAGE_IS_PRESENT = 1 << 3, HP_PAGE_IS_HUGE = 1 << 6 };
