@@ -381,19 +381,7 @@ Test(backed, registry_overflow_is_counted) {
 static char report[8192];
 
 static void report_of_child(void) {
-  int fds[2];
-  pid_t pid = fork_with_stderr_pipe(fds, 20);
-  if (pid == 0) {
-    hp_stats_report();
-    _exit(0);
-  }
-  size_t len = 0;
-  ssize_t r;
-  while (len < sizeof report - 1 && (r = read(fds[0], report + len, sizeof report - 1 - len)) > 0) len += (size_t)r;
-  report[len] = '\0';
-  close(fds[0]);
-  int status;
-  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  int status = run_in_child(hp_stats_report, report, sizeof report, 20);
   cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
 }
 
