@@ -73,6 +73,9 @@ static int scan_range(int fd, struct hp_mem_range *r) {
   struct hp_page_region v[SCAN_VEC];
   uint64_t start = r->lo;
   r->huge = 0;
+  /* written by the kernel, but valgrind does not know this ioctl and would
+     take the runs for undefined memory */
+  memset(v, 0, sizeof v);
   while (start < r->hi) {
     struct hp_pm_scan_arg a = { .size = sizeof a,
                                 .start = start,
