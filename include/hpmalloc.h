@@ -26,8 +26,8 @@ struct hpmalloc_stats {
   size_t bytes_heap;        /* committed bytes in arena heaps */
   size_t bytes_mmapped;     /* bytes in chunks mapped directly */
   size_t bytes_free;        /* committed heap bytes sitting in bins or top */
-  size_t bytes_thp;         /* committed bytes in regions advised MADV_HUGEPAGE */
-  size_t bytes_hugetlb;     /* committed bytes backed by hugetlbfs pages */
+  size_t bytes_thp;         /* committed bytes in regions advised MADV_HUGEPAGE (advised: see bytes_*_thp_backed) */
+  size_t bytes_hugetlb;     /* committed bytes in hugetlbfs mappings */
   size_t fallbacks_hugetlb; /* times a hugetlb mapping failed and a weaker kind was used */
   size_t fallbacks_thp;     /* times MADV_HUGEPAGE was refused and base pages were used */
   size_t n_arenas;          /* arenas created (main arena included) */
@@ -45,7 +45,28 @@ struct hpmalloc_stats {
   size_t collapse_ns;       /* time spent in them */
   size_t prefault_bytes;    /* bytes the prefault helper faulted in ahead of need (hpmalloc.prefault) */
   size_t prefault_ns;       /* time it spent */
+  /* Huge pages as asked for, by kind of region, and as the
+     kernel backs them now.  The *_backed fields are measured by the call
+     from the kernel's page tables (how: backed_source), which takes time
+     in proportion to the memory held (PAGEMAP_SCAN) or to the process's
+     mappings (smaps); a caller passing a struct without them does not pay
+     for it.  */
+  size_t bytes_heap_thp;               /* committed heap bytes in regions advised MADV_HUGEPAGE */
+  size_t bytes_heap_hugetlb;           /* committed heap bytes in hugetlbfs mappings */
+  size_t bytes_mmapped_thp;            /* bytes of directly mapped chunks advised MADV_HUGEPAGE */
+  size_t bytes_mmapped_hugetlb;        /* bytes of directly mapped chunks in hugetlbfs mappings */
+  size_t bytes_heap_thp_backed;        /* committed heap bytes the kernel maps with transparent huge pages now */
+  size_t bytes_heap_hugetlb_backed;    /* committed heap bytes on hugetlbfs pages present now */
+  size_t bytes_mmapped_thp_backed;     /* the same for directly mapped chunks */
+  size_t bytes_mmapped_hugetlb_backed; /* the same for directly mapped chunks */
+  size_t n_mmapped_unmeasured;         /* mapped chunks left out of those two: beyond the ~4096 the registry holds */
+  int backed_source;                   /* how the *_backed fields were measured: HPMALLOC_BACKED_* */
 };
+
+/* backed_source: how hpmalloc_stats measured what is on huge pages.  */
+#define HPMALLOC_BACKED_UNKNOWN 0      /* it could not (no /proc): the *_backed fields are 0 */
+#define HPMALLOC_BACKED_PAGEMAP_SCAN 1 /* page by page, PAGEMAP_SCAN on /proc/self/pagemap (Linux 6.7+) */
+#define HPMALLOC_BACKED_SMAPS 2        /* mapping by mapping, /proc/self/smaps (older kernels) */
 
 /* Fill *st (of size `size`, normally sizeof *st) with a consistent snapshot;
    st->version says how many bytes were filled (a struct from an older

@@ -10,11 +10,13 @@
 #include <malloc.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hpmalloc.h"
 #include "arena.h"
 #include "bins.h"
+#include "stats.h"
 #include "top.h"
 #include "track.h"
 #include "tunables.h"
@@ -160,6 +162,7 @@ static void verbose_line(void) {
 }
 
 static bool verbose;
+static bool stats_at_exit;
 
 static void init_phase1(void) {
   hp_sys_probe(&hp_sysinfo);
@@ -182,7 +185,10 @@ static void init_phase1(void) {
   tcache_thread_start();
   hp_tc_max_request = hp_self.on ? tidx2usize(mp.tcache_bins - 1) : 0;
   verbose = tv.val[HP_T_VERBOSE] != 0;
+  stats_at_exit = tv.val[HP_T_STATS] != 0;
 }
+
+static void report_at_exit(void) { hp_stats_report(); }
 
 void hp_init_slow(void) {
   int expected = 0;
@@ -191,6 +197,10 @@ void hp_init_slow(void) {
     atomic_store_explicit(&hp_initialized, 2, memory_order_release);
     arena_fork_setup();
     if (verbose) verbose_line();
+    if (stats_at_exit && atexit(report_at_exit) != 0) { /* may allocate: phase 2 */
+      static const char msg[] = "hpmalloc: hpmalloc.stats: cannot print the statistics at exit (atexit failed)\n";
+      hp_os_write_err(msg, sizeof msg - 1);
+    }
     return;
   }
   while (atomic_load_explicit(&hp_initialized, memory_order_acquire) != 2) sched_yield();

@@ -1,19 +1,28 @@
-/* stats.c: mallinfo, mallinfo2, malloc_stats, malloc_info and
- * hpmalloc_stats.  Counters are gathered under each arena's lock into a
- * plain struct, and printed only after the lock is dropped (printing may
- * allocate).  */
+/* stats.c: mallinfo, mallinfo2, malloc_stats, malloc_info,
+ * hpmalloc_stats and the report at exit (hpmalloc.stats).  Counters are
+ * gathered under each arena's lock into a plain struct, and printed only
+ * after the lock is dropped (printing may allocate).  What the kernel
+ * backs with huge pages is measured by backed.c, with no lock held.  */
 #include "stats.h"
 
 #include <errno.h>
 #include <malloc.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hpmalloc.h"
 #include "arena.h"
+#include "backed.h"
+#include "mmapped.h"
 #include "prefault.h"
 #include "tcache.h"
 #include "track.h"
+
+_Static_assert(HPMALLOC_BACKED_UNKNOWN == HP_CENSUS_UNKNOWN && HPMALLOC_BACKED_PAGEMAP_SCAN == HP_CENSUS_PAGEMAP_SCAN &&
+                   HPMALLOC_BACKED_SMAPS == HP_CENSUS_SMAPS,
+               "hpmalloc.h's backed_source values are hp_sys.h's census values");
 
 /* Per-bin figures for malloc_info.  */
 struct bin_line {
@@ -174,6 +183,130 @@ void hp_malloc_stats(void) {
   pthread_setcancelstate(cancel_state, NULL);
 }
 
+/* ------------------------------------------------------------------ the report at exit */
+
+/* hpmalloc.stats=1 (HPMALLOC_STATS=1) prints, at exit, a table a person
+   reads, on stderr, as jemalloc's stats_print does: per arena and in
+   total, what the allocator holds, what it asked huge pages for and what
+   the kernel backs with them.  Each arena is gathered under its lock, then
+   measured and printed with no lock held.  Lines go out whole with
+   write(2): no stdio, which a program may have closed by then.  */
+
+enum { REPORT_LABEL = 10, REPORT_COL = 12, REPORT_COLS = 8 };
+#define REPORT_NONE SIZE_MAX /* a figure a row does not have: "-" */
+
+/* Bytes as a person reads them: "0", "512 B", "12.5 KiB", "200.3 MiB",
+   "1.2 GiB" (tenths rounded down).  */
+static void human(char *buf, size_t cap, size_t b) {
+  static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+  unsigned u = 0;
+  while (u < 4 && b >> (10 * (u + 1)) != 0) u++;
+  size_t whole = b >> (10 * u), rest = b - (whole << (10 * u));
+  if (u == 0)
+    snprintf(buf, cap, b ? "%zu B" : "0", whole);
+  else
+    snprintf(buf, cap, "%zu.%zu %s", whole, (size_t)((rest >> (10 * u - 10)) * 10 >> 10), units[u]);
+}
+
+/* One row: its label, then each figure right-aligned in its column
+   ("?" for a backed figure the system could not measure).  */
+static void report_row(const char *label, const size_t v[REPORT_COLS], bool backed_known) {
+  char line[REPORT_LABEL + REPORT_COLS * REPORT_COL + 2], cell[48];
+  size_t n = (size_t)snprintf(line, sizeof line, "%-*s", REPORT_LABEL, label);
+  for (unsigned i = 0; i < REPORT_COLS && n < sizeof line - 1; i++) {
+    bool backed = i == 5 || i == 7;
+    if (v[i] == REPORT_NONE || (backed && !backed_known))
+      snprintf(cell, sizeof cell, "%s", v[i] == REPORT_NONE ? "-" : "?");
+    else
+      human(cell, sizeof cell, v[i]);
+    n += (size_t)snprintf(line + n, sizeof line - n, "%*s", REPORT_COL, cell);
+  }
+  if (n > sizeof line - 2) n = sizeof line - 2;
+  line[n++] = '\n';
+  hp_os_write_err(line, n);
+}
+
+/* printf to stderr, one whole line of at most 255 bytes.  */
+__attribute__((format(printf, 1, 2))) static void report_line(const char *fmt, ...) {
+  char line[256];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if ((size_t)n > sizeof line - 2) n = (int)sizeof line - 2;
+  line[n++] = '\n';
+  hp_os_write_err(line, (size_t)n);
+}
+
+static void report_add(size_t sum[REPORT_COLS], const size_t v[REPORT_COLS]) {
+  for (unsigned i = 0; i < REPORT_COLS; i++)
+    if (v[i] != REPORT_NONE) sum[i] += v[i];
+}
+
+static const char *census_words(enum hp_census how) {
+  switch (how) {
+  case HP_CENSUS_PAGEMAP_SCAN: return "measured page by page (PAGEMAP_SCAN)";
+  case HP_CENSUS_SMAPS: return "measured mapping by mapping (/proc/self/smaps)";
+  default: return "unknown: this system cannot tell (\"?\")";
+  }
+}
+
+void hp_stats_report(void) {
+  hp_ensure_init();
+  int cancel_state;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
+  const struct region_policy *pol = region_get_policy();
+  size_t huge = region_mode_page();
+  report_line("hpmalloc %s: statistics at exit of process %d", HPMALLOC_VERSION_STRING, (int)getpid());
+  report_line("mode %d, huge page %zu KiB: %s", pol->mode, (huge ? huge : mp.page) >> 10, mp.mode_reason);
+  report_line("placement: %s", hp_placement.desc);
+  report_line("%-*s%*s%*s%*s%*s%*s%*s%*s%*s", REPORT_LABEL, "", REPORT_COL, "mapped", REPORT_COL, "in use", REPORT_COL,
+              "free", REPORT_COL, "cached", REPORT_COL, "THP", REPORT_COL, "THP", REPORT_COL, "hugetlb", REPORT_COL,
+              "hugetlb");
+  report_line("%-*s%*s%*s%*s%*s", REPORT_LABEL + 4 * REPORT_COL, "", REPORT_COL, "advised", REPORT_COL, "backed",
+              REPORT_COL, "committed", REPORT_COL, "backed");
+  size_t total[REPORT_COLS] = { 0 };
+  enum hp_census how = HP_CENSUS_PAGEMAP_SCAN;
+  int i = 0;
+  for (struct arena *ar = &main_arena; ar; ar = arena_next(ar), i++) {
+    struct hp_arena_stats st;
+    struct hp_backed hb;
+    char label[24];
+    arena_collect(ar, &st);
+    enum hp_census h = backed_measure(ar, &hb, NULL);
+    how = census_coarser(how, h);
+    const size_t v[REPORT_COLS] = { st.system, st.inuse, st.free, REPORT_NONE, st.thp, hb.thp, st.hugetlb, hb.hugetlb };
+    snprintf(label, sizeof label, "arena %d", i);
+    report_row(label, v, h != HP_CENSUS_UNKNOWN);
+    report_add(total, v);
+  }
+  struct hp_backed mb;
+  enum hp_census h = backed_measure(NULL, NULL, &mb);
+  how = census_coarser(how, h);
+  size_t mm = atomic_load(&mp.mmapped_mem), cached_count, cached_bytes;
+  const size_t mv[REPORT_COLS] = {
+    mm, mm, REPORT_NONE, REPORT_NONE, atomic_load(&mp.mmapped_thp), mb.thp, atomic_load(&mp.mmapped_hugetlb), mb.hugetlb
+  };
+  report_row("mmapped", mv, h != HP_CENSUS_UNKNOWN);
+  report_add(total, mv);
+  tcache_totals(&cached_count, &cached_bytes); /* free, though the arenas count them in use */
+  if (cached_bytes > total[1]) cached_bytes = total[1];
+  total[1] -= cached_bytes;
+  total[2] += cached_bytes;
+  total[3] = cached_bytes;
+  report_row("total", total, how != HP_CENSUS_UNKNOWN);
+  report_line("huge pages backed: %s", census_words(how));
+  if (mmapped_unregistered())
+    report_line("  %zu chunks mapped on their own were not measured (more than the registry holds)",
+                mmapped_unregistered());
+  report_line("fallbacks: %zu from hugetlb (the pool ran dry), %zu from THP (MADV_HUGEPAGE refused)",
+              atomic_load(&region_fallbacks.hugetlb), atomic_load(&region_fallbacks.thp));
+  report_line("an arena's \"in use\" includes the %zu blocks in the threads' caches; \"total\" counts them as cached",
+              cached_count);
+  pthread_setcancelstate(cancel_state, NULL);
+}
+
 static const char *kind_name(void) {
   switch (region_get_policy()->mode) {
   case 1: return "thp";
@@ -213,8 +346,21 @@ static void info_totals(FILE *fp, const struct hp_arena_stats *st, size_t max_sy
   fprintf(fp, "<aspace type=\"mprotect\" size=\"%zu\"/>\n", st->system);
 }
 
-/* hpmalloc's own element: the mode, why, the placement, bytes by kind.  */
-static void info_hpmalloc(FILE *fp, const struct hp_arena_stats *sum) {
+static const char *census_name(enum hp_census how) {
+  switch (how) {
+  case HP_CENSUS_PAGEMAP_SCAN: return "pagemap_scan";
+  case HP_CENSUS_SMAPS: return "smaps";
+  default: return "unknown";
+  }
+}
+
+/* hpmalloc's own element: the mode, why, the placement, bytes by kind,
+   advised and backed (`heaps`: the heaps' backed bytes, measured per heap
+   element; `how`: how they were).  */
+static void info_hpmalloc(FILE *fp, const struct hp_arena_stats *sum, const struct hp_backed *heaps,
+                          enum hp_census how) {
+  struct hp_backed mm;
+  how = census_coarser(how, backed_measure(NULL, NULL, &mm));
   fprintf(fp, "<hpmalloc version=\"%s\" mode=\"%d\" kind=\"%s\" pagesize=\"%zu\" hugepagesize=\"%zu\">\n",
           HPMALLOC_VERSION_STRING, region_get_policy()->mode, kind_name(), mp.page, region_mode_page());
   fprintf(fp, "  <reason>%s</reason>\n", mp.mode_reason);
@@ -222,6 +368,11 @@ static void info_hpmalloc(FILE *fp, const struct hp_arena_stats *sum) {
           (size_t)hp_placement.hint, (size_t)hp_placement.huge_hint, hp_placement.desc);
   fprintf(fp, "  <bytes thp=\"%zu\" hugetlb=\"%zu\" mmap_thp=\"%zu\" mmap_hugetlb=\"%zu\"/>\n", sum->thp, sum->hugetlb,
           atomic_load(&mp.mmapped_thp), atomic_load(&mp.mmapped_hugetlb));
+  if (how == HP_CENSUS_UNKNOWN) mm = (struct hp_backed){ 0, 0 };
+  fprintf(fp,
+          "  <backed source=\"%s\" thp=\"%zu\" hugetlb=\"%zu\" mmap_thp=\"%zu\" mmap_hugetlb=\"%zu\""
+          " mmap_unmeasured=\"%zu\"/>\n",
+          census_name(how), how ? heaps->thp : 0, how ? heaps->hugetlb : 0, mm.thp, mm.hugetlb, mmapped_unregistered());
   fprintf(fp, "  <fallbacks hugetlb=\"%zu\" thp=\"%zu\"/>\n", atomic_load(&region_fallbacks.hugetlb),
           atomic_load(&region_fallbacks.thp));
   fprintf(
@@ -240,23 +391,30 @@ int hp_malloc_info(int options, FILE *fp) {
   if (options != 0) return EINVAL; /* as glibc 2.36: the value, errno untouched */
   hp_ensure_init();
   struct hp_arena_stats sum = { 0 };
+  struct hp_backed backed = { 0, 0 };
+  enum hp_census how = HP_CENSUS_PAGEMAP_SCAN;
   size_t max_system = 0;
   int n = 0;
   fputs("<malloc version=\"1\">\n", fp);
   for (struct arena *ar = &main_arena; ar; ar = arena_next(ar), n++) {
     struct hp_arena_stats st;
+    struct hp_backed hb;
     info_heap(fp, n, ar, &st);
     info_totals(fp, &st, ar->max_system_mem, false);
-    fprintf(fp, "<hugepages thp=\"%zu\" hugetlb=\"%zu\" heaps=\"%zu\"/>\n", st.thp, st.hugetlb, st.heaps);
+    how = census_coarser(how, backed_measure(ar, &hb, NULL));
+    fprintf(fp, "<hugepages thp=\"%zu\" hugetlb=\"%zu\" heaps=\"%zu\" thp_backed=\"%zu\" hugetlb_backed=\"%zu\"/>\n",
+            st.thp, st.hugetlb, st.heaps, hb.thp, hb.hugetlb);
     fputs("</heap>\n", fp);
     add_stats(&sum, &st);
+    backed.thp += hb.thp;
+    backed.hugetlb += hb.hugetlb;
     max_system += ar->max_system_mem;
   }
   info_totals(fp, &sum, max_system, true);
   size_t cached_count, cached_bytes;
   tcache_totals(&cached_count, &cached_bytes);
   fprintf(fp, "<total type=\"tcache\" count=\"%zu\" size=\"%zu\"/>\n", cached_count, cached_bytes);
-  info_hpmalloc(fp, &sum);
+  info_hpmalloc(fp, &sum, &backed, how);
   fputs("</malloc>\n", fp);
   return 0;
 }
@@ -265,6 +423,19 @@ int hp_malloc_info(int options, FILE *fp) {
 /* The struct as hpmalloc 0.1.0 had it: callers built then pass this size
    and get the fields it had.  */
 static const size_t STATS_V1_SIZE = offsetof(struct hpmalloc_stats, bytes_cached);
+/* A caller whose struct ends before the measured fields does not pay for
+   the census.  */
+static const size_t STATS_BACKED_OFFSET = offsetof(struct hpmalloc_stats, bytes_heap_thp_backed);
+
+static void stats_backed(struct hpmalloc_stats *out) {
+  struct hp_backed heaps, mm;
+  out->backed_source = (int)backed_measure(NULL, &heaps, &mm);
+  out->bytes_heap_thp_backed = heaps.thp;
+  out->bytes_heap_hugetlb_backed = heaps.hugetlb;
+  out->bytes_mmapped_thp_backed = mm.thp;
+  out->bytes_mmapped_hugetlb_backed = mm.hugetlb;
+  out->n_mmapped_unmeasured = mmapped_unregistered();
+}
 
 int hp_stats(struct hpmalloc_stats *dst, size_t size) {
   if (!dst || size < STATS_V1_SIZE) {
@@ -283,8 +454,12 @@ int hp_stats(struct hpmalloc_stats *dst, size_t size) {
   out->bytes_mapped = t.sum.system + mm;
   out->bytes_free = t.sum.free;
   out->bytes_in_use = t.sum.inuse + mm;
-  out->bytes_thp = t.sum.thp + atomic_load(&mp.mmapped_thp);
-  out->bytes_hugetlb = t.sum.hugetlb + atomic_load(&mp.mmapped_hugetlb);
+  out->bytes_heap_thp = t.sum.thp;
+  out->bytes_heap_hugetlb = t.sum.hugetlb;
+  out->bytes_mmapped_thp = atomic_load(&mp.mmapped_thp);
+  out->bytes_mmapped_hugetlb = atomic_load(&mp.mmapped_hugetlb);
+  out->bytes_thp = out->bytes_heap_thp + out->bytes_mmapped_thp;
+  out->bytes_hugetlb = out->bytes_heap_hugetlb + out->bytes_mmapped_hugetlb;
   out->fallbacks_hugetlb = atomic_load(&region_fallbacks.hugetlb);
   out->fallbacks_thp = atomic_load(&region_fallbacks.thp);
   out->n_arenas = atomic_load(&mp.n_arenas);
@@ -301,6 +476,7 @@ int hp_stats(struct hpmalloc_stats *dst, size_t size) {
   out->collapse_ns = atomic_load(&region_costs.collapse_ns);
   out->prefault_bytes = atomic_load(&prefault_counters.bytes);
   out->prefault_ns = atomic_load(&prefault_counters.ns);
+  if (size > STATS_BACKED_OFFSET) stats_backed(out);
   memcpy(dst, out, out->version);
   return 0;
 }

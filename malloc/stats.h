@@ -24,5 +24,8 @@ HP_INTERNAL struct mallinfo hp_mallinfo(void);
 HP_INTERNAL void hp_malloc_stats(void);
 HP_INTERNAL int hp_malloc_info(int options, FILE *fp);
 HP_INTERNAL int hp_stats(struct hpmalloc_stats *out, size_t size);
+/* The report hpmalloc.stats=1 prints at exit, on stderr; takes no lock
+   while it prints.  */
+HP_INTERNAL void hp_stats_report(void);
 
 #endif

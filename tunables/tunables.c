@@ -80,6 +80,7 @@ const struct hp_tunable_desc hp_tunable_table[HP_T_COUNT] = {
   [HP_T_TCACHE_BYTES] = { "hpmalloc.tcache_bytes", NULL, HP_TT_SIZE, 0, HP_SZ_MAX, HP_MIB },
   /* off: see malloc/prefault.c and bench/README.md for the measurement */
   [HP_T_PREFAULT] = { "hpmalloc.prefault", NULL, HP_TT_SIZE, 0, 1024, 0 },
+  [HP_T_STATS] = { "hpmalloc.stats", "HPMALLOC_STATS", HP_TT_INT32, 0, 1, 0 },
 };
 
 static const char glibc_prefix[] = "glibc.";

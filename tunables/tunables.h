@@ -29,6 +29,7 @@ enum hp_tunable_id {
   HP_T_VERBOSE,    /* hpmalloc.verbose  HPMALLOC_VERBOSE: 1 = print the resolved mode at start-up */
   HP_T_TCACHE_BYTES, /* hpmalloc.tcache_bytes: bytes one thread's cache may hold (its caps' sum) */
   HP_T_PREFAULT,     /* hpmalloc.prefault: huge pages a growing THP heap faults in ahead, off-thread */
+  HP_T_STATS,        /* hpmalloc.stats  HPMALLOC_STATS: 1 = print the statistics at exit */
   HP_T_COUNT
 };
 

@@ -11,8 +11,10 @@
  * No function here may call malloc, directly or through stdio, opendir,
  * getenv, qsort or snprintf (sysdeps/README.md lists what they may call);
  * all of them are safe to call before the allocator is initialised and
- * while an arena lock is held.  Within the core only malloc/region.c calls
- * the memory primitives (map, unmap, protect, advise, remap, resident).  */
+ * while an arena lock is held (but the census, which is slow and is called
+ * with no lock held).  Within the core only malloc/region.c calls the
+ * memory primitives (map, unmap, protect, advise, remap, resident), and
+ * only the statistics (malloc/backed.c) call the census.  */
 #ifndef HP_SYS_H
 #define HP_SYS_H
 
@@ -107,6 +109,36 @@ uint64_t hp_os_now_ns(void);
 
 /* Abort the process (SIGABRT), without allocating.  */
 _Noreturn void hp_os_abort(void);
+
+/* ---------------------------------------------------------------- census (statistics only) */
+
+/* A range of the process's own address space, and how much of it the
+   kernel maps with huge pages.  */
+struct hp_mem_range {
+  uintptr_t lo, hi; /* in: [lo, hi), base-page aligned, lo <= hi */
+  size_t huge;      /* out: bytes of [lo, hi) on huge pages now */
+};
+
+/* How hp_os_huge_backed measured (the values of hpmalloc.h's
+   HPMALLOC_BACKED_*).  */
+enum hp_census {
+  HP_CENSUS_UNKNOWN = 0,      /* the system cannot tell: every `huge` is 0 */
+  HP_CENSUS_PAGEMAP_SCAN = 1, /* page by page: the PAGEMAP_SCAN ioctl of /proc/self/pagemap (Linux 6.7+) */
+  HP_CENSUS_SMAPS = 2,        /* mapping by mapping: /proc/self/smaps; a mapping that crosses the edge
+                                 of a range is shared out in proportion to the overlap */
+};
+
+/* Measure how many bytes of each of r[0..n) the kernel maps with huge
+   pages now: transparent huge pages mapped whole at the PMD level (what
+   smaps counts as AnonHugePages) and hugetlbfs pages that are present
+   (smaps' Private_Hugetlb and Shared_Hugetlb).  The ranges may come in any
+   order and must not overlap; what is not mapped counts 0.  Returns how it
+   measured (with n == 0: how it would); on HP_CENSUS_UNKNOWN every
+   r[i].huge is 0.  errno is preserved.  It reads the kernel's page tables,
+   in time proportional to the ranges (PAGEMAP_SCAN) or to the whole
+   address space (smaps), so only the statistics calls use it, with no
+   lock of the allocator held.  Never allocates.  */
+enum hp_census hp_os_huge_backed(struct hp_mem_range *r, size_t n);
 
 /* ---------------------------------------------------------------- probe */
 

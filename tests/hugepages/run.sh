@@ -6,7 +6,12 @@
 #   mode 2 (hugetlbfs): with a pool (root: set /proc/sys/vm/nr_hugepages,
 #     restored on exit) the heap is on hugetlb pages in a handful of
 #     mappings; with a pool too small for the heap, every allocation still
-#     succeeds, the rest lands on THP, and the fallbacks are counted.
+#     succeeds, the rest lands on THP, and the fallbacks are counted;
+#   the statistics (issue 13, item 4): on a 200 MB heap built by two
+#     threads, the huge-page bytes HPMALLOC_STATS=1 reports at exit agree,
+#     within one huge page, with what smaps says of the heap's mappings:
+#     AnonHugePages in mode 1, Private_Hugetlb + Shared_Hugetlb in mode 2
+#     (with a pool of its own, as above).
 # Skips, with the reason, what this machine cannot do.
 set -u
 BUILD=${BUILD:-build}
@@ -21,6 +26,31 @@ field() { sed -n "s/.*\b$1=\(-\?[0-9]*\).*/\1/p" <<<"$2"; }
 run() { # mode args...
   local mode=$1; shift
   GLIBC_TUNABLES=glibc.malloc.hugetlb=$mode LD_PRELOAD=$lib "$bin" "$@"
+}
+
+# The statistics against smaps.  The report's "total" row: a 10-column
+# label, then 12-column cells; cell 5 is "THP backed", cell 7 "hugetlb
+# backed" (malloc/stats.c).  Prints the cell in kB, or "unknown".
+report_kb() { # cell report
+  awk -v cell="$1" '/^total / { v = substr($0, 11 + cell * 12, 12)
+    if (v ~ /\?/) { print "unknown"; exit }
+    n = v + 0; u = v; sub(/^ *[0-9.]+ */, "", u)
+    m = u == "KiB" ? 1 : u == "MiB" ? 1024 : u == "GiB" ? 1048576 : u == "B" ? 1 / 1024 : 0
+    printf "%d\n", n * m; exit }' <<<"$2"
+}
+backed_bin=$PWD/$BUILD/tests/hugepages/backed
+stats_check() { # mode cell smaps-key tolerance-kb what
+  local mode=$1 cell=$2 key=$3 tol=$4 what=$5 rep out
+  rep=$(mktemp)
+  out=$(HPMALLOC_STATS=1 GLIBC_TUNABLES=glibc.malloc.hugetlb=$mode LD_PRELOAD=$lib "$backed_bin" 200 2 2>"$rep") ||
+    { bad "statistics hugetlb=$mode: exited $?"; rm -f "$rep"; return; }
+  local kern rkb; kern=$(field "$key" "$out"); rkb=$(report_kb "$cell" "$(cat "$rep")")
+  local d=$(( ${rkb:-0} - ${kern:-0} )); d=${d#-}
+  if [ -z "$rkb" ] || [ "$rkb" = unknown ]; then bad "statistics hugetlb=$mode: no $what figure in the report: $(cat "$rep")"
+  elif [ "${kern:-0}" -lt $((150 * 1024)) ]; then bad "statistics hugetlb=$mode: smaps has only ${kern} kB of $what on the 200 MB heap: $out"
+  elif [ "$d" -le "$tol" ]; then ok "statistics hugetlb=$mode: $what backed ${rkb} kB in HPMALLOC_STATS=1's report, ${kern} kB in smaps ($key of the heap's mappings), within ${tol} kB: $out"
+  else bad "statistics hugetlb=$mode: $what backed ${rkb} kB in the report, ${kern} kB in smaps, more than ${tol} kB apart: $out"; cat "$rep"; fi
+  rm -f "$rep"
 }
 
 expect_pct() { # min mode args...
@@ -38,7 +68,9 @@ case "$thp" in
     expect_pct 95 1 small 300 2
     expect_pct 90 1 large 300
     expect_pct 90 1 grow 128
-    expect_pct 80 0 switch 200 ;;   # built on base pages, then switched to THP: collapsed
+    expect_pct 80 0 switch 200     # built on base pages, then switched to THP: collapsed
+    pmd_kb=$(( $(cat /sys/kernel/mm/transparent_hugepage/hpage_pmd_size 2>/dev/null || echo 2097152) / 1024 ))
+    stats_check 1 5 smaps_thp_kb "$pmd_kb" "THP" ;;
   *) skp "mode 1: THP is '$thp' here (needs madvise or always)" ;;
 esac
 
@@ -65,6 +97,13 @@ else
   meminfo() { awk -v k="$1:" '$1 == k {print $2}' /proc/meminfo; }
   held=$(( $(meminfo HugePages_Total) - $(meminfo HugePages_Free) + $(meminfo HugePages_Rsvd) ))
   avail() { echo $(( $(meminfo HugePages_Free) - $(meminfo HugePages_Rsvd) )); }
+  stats_want=$(( old + (320 * 1024 + hsz_kb - 1) / hsz_kb ))   # a 200 MB heap in two threads' arenas, and room
+  echo "$stats_want" > "$pool"
+  if [ "$(cat "$pool")" -lt "$stats_want" ]; then
+    skp "statistics hugetlb=2: the kernel gave $(cat "$pool") of $stats_want huge pages (memory fragmented)"
+  else
+    stats_check 2 7 smaps_hugetlb_kb "$hsz_kb" "hugetlb"
+  fi
   want=$(( old + 200 * 1024 / hsz_kb ))         # room for a 200 MiB heap
   echo "$want" > "$pool"
   if [ "$(cat "$pool")" -lt "$want" ]; then

@@ -10,7 +10,9 @@
 # and friends).
 #
 #   1. vg-uses-hpm: hpmalloc's counters move under memcheck with the option
-#      (and, for the record, whether they move without it);
+#      (and, for the record, whether they move without it); with hugetlb=1,
+#      the census of huge pages in hpmalloc_stats hands back defined
+#      figures (zero errors);
 #   2. the API test (api-dyn) under memcheck: zero errors.  Not api-static:
 #      in a static executable memcheck cannot replace glibc's string
 #      functions (their vectorised over-reads are reported) and glibc puts
@@ -40,6 +42,12 @@ if out=$(timeout "$TMO" valgrind -q "${VG_OPTS[@]}" --leak-check=no "$bin/vg-use
   ok "hpmalloc executes under memcheck with somalloc=nouserintercepts ($(echo "$out" | grep vg-uses-hpm))"
 else
   ko "hpmalloc under memcheck with somalloc=nouserintercepts: $(echo "$out" | tail -5 | tr '\n' '|')"
+fi
+if out=$(GLIBC_TUNABLES=glibc.malloc.hugetlb=1 timeout "$TMO" valgrind -q "${VG_OPTS[@]}" --leak-check=no \
+    "$bin/vg-uses-hpm" census 2>&1); then
+  ok "the census of huge pages under memcheck, hugetlb=1: no error ($(echo "$out" | grep vg-uses-hpm))"
+else
+  ko "the census of huge pages under memcheck, hugetlb=1: $(echo "$out" | head -8 | tr '\n' '|')"
 fi
 timeout "$TMO" valgrind -q --tool=memcheck --leak-check=no "$bin/vg-uses-hpm" >"$tmp/noopt.log" 2>&1
 echo "note: without --soname-synonyms: $(grep vg-uses-hpm "$tmp/noopt.log" || tail -1 "$tmp/noopt.log")"

@@ -77,6 +77,7 @@ Test (tunables, defaults_match_glibc_64bit)
   cr_expect_eq (v.val[HP_T_HUGE_WASTE], 12);
   cr_expect_eq (v.val[HP_T_VERBOSE], 0);
   cr_expect_eq (v.val[HP_T_TCACHE_BYTES], MiB);
+  cr_expect_eq (v.val[HP_T_STATS], 0);
 }
 
 Test (tunables, table_ranges)
@@ -92,6 +93,7 @@ Test (tunables, table_ranges)
   cr_expect_eq (hp_tunable_table[HP_T_MXFAST].max, 160);
   cr_expect_eq (hp_tunable_table[HP_T_HUGE_WASTE].max, 100);
   cr_expect_eq (hp_tunable_table[HP_T_VERBOSE].max, 1);
+  cr_expect_eq (hp_tunable_table[HP_T_STATS].max, 1);
   for (int id = 0; id < HP_T_COUNT; id++)
     {
       const struct hp_tunable_desc *d = &hp_tunable_table[id];
@@ -161,9 +163,9 @@ Test (tunables, every_alias_sets_its_tunable)
       expect_defaults_except (&v, bit (id));
       n++;
     }
-  cr_expect_eq (n, 9, "MALLOC_{CHECK,TOP_PAD,PERTURB,MMAP_THRESHOLD,"
+  cr_expect_eq (n, 10, "MALLOC_{CHECK,TOP_PAD,PERTURB,MMAP_THRESHOLD,"
                 "TRIM_THRESHOLD,MMAP_MAX}_, MALLOC_ARENA_{MAX,TEST}, "
-                "HPMALLOC_VERBOSE");
+                "HPMALLOC_VERBOSE, HPMALLOC_STATS");
 }
 
 Test (tunables, alias_names_exact)

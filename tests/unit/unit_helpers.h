@@ -39,8 +39,6 @@ __attribute__((unused)) static void gcov_dump_then_abort(int sig) {
   raise(sig);
 }
 
-/* Run fn in a child process; expect it to die of SIGABRT after printing
-   `msg` on stderr.  */
 /* Fork a child whose stderr goes to a pipe (its read end in fds[0] for
    the parent), with no core dump and an alarm after `secs` seconds.
    Returns the child's pid in both (0 in the child).  */
@@ -61,22 +59,31 @@ __attribute__((unused)) static pid_t fork_with_stderr_pipe(int fds[2], unsigned 
   return pid;
 }
 
-__attribute__((unused)) static void expect_abort(void (*fn)(void), const char *msg) {
+/* Run fn in a child (as fork_with_stderr_pipe), collecting what it writes
+   on stderr in buf[cap] (NUL-terminated); returns its wait status.  */
+__attribute__((unused)) static int run_in_child(void (*fn)(void), char *buf, size_t cap, unsigned secs) {
   int fds[2];
-  pid_t pid = fork_with_stderr_pipe(fds, 20);
+  pid_t pid = fork_with_stderr_pipe(fds, secs);
   if (pid == 0) {
     if (__gcov_dump) signal(SIGABRT, gcov_dump_then_abort);
     fn();
     _exit(0);
   }
-  char buf[1024];
   size_t len = 0;
   ssize_t r;
-  while (len < sizeof buf - 1 && (r = read(fds[0], buf + len, sizeof buf - 1 - len)) > 0) len += (size_t)r;
+  while (len < cap - 1 && (r = read(fds[0], buf + len, cap - 1 - len)) > 0) len += (size_t)r;
   buf[len] = '\0';
   close(fds[0]);
   int st;
   cr_assert_eq(waitpid(pid, &st, 0), pid);
+  return st;
+}
+
+/* Run fn in a child process; expect it to die of SIGABRT after printing
+   `msg` on stderr.  */
+__attribute__((unused)) static void expect_abort(void (*fn)(void), const char *msg) {
+  char buf[1024];
+  int st = run_in_child(fn, buf, sizeof buf, 20);
   cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "expected SIGABRT (\"%s\"), got status %#x, stderr \"%s\"",
             msg, st, buf);
   cr_assert(strstr(buf, msg) != NULL, "stderr \"%s\" lacks \"%s\"", buf, msg);

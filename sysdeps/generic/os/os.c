@@ -5,8 +5,8 @@
  * only HP_ADV_DONTNEED does anything (through posix_madvise, where the
  * system's POSIX_MADV_DONTNEED discards pages, or not at all: the advice is
  * then accepted and ignored, since the caller only uses it to return
- * memory), remap fails with ENOSYS, and the probe reports the base page and
- * nothing else.  Only POSIX calls, so it builds on Linux too (and is
+ * memory), remap fails with ENOSYS, the probe reports the base page and
+ * nothing else, and the census cannot tell what is on huge pages.  Only POSIX calls, so it builds on Linux too (and is
  * compile-tested there); the feature tests below are on flags, not on the
  * OS.  Contracts are in hp_sys.h.  */
 #include "hp_sys.h"
@@ -118,6 +118,14 @@ void hp_sys_probe_root(struct hp_sysinfo *si, const char *root, size_t base_page
 }
 
 void hp_sys_probe(struct hp_sysinfo *si) { hp_sys_probe_root(si, "", 0); }
+
+/* ---------------------------------------------------------------- census */
+
+/* No huge pages here, and no portable way to ask: unknown, not 0.  */
+enum hp_census hp_os_huge_backed(struct hp_mem_range *r, size_t n) {
+  for (size_t i = 0; i < n; i++) r[i].huge = 0;
+  return HP_CENSUS_UNKNOWN;
+}
 
 int hp_os_resident(void *addr, size_t len) {
   (void)addr;

@@ -1,4 +1,4 @@
-/* hp_linux.h: helpers shared by the Linux sysdeps files (os.c, probe.c),
+/* hp_linux.h: helpers shared by the Linux sysdeps files (os.c, probe.c, census.c),
  * exposed for the unit tests.  MIT licence.  Not part of the core's
  * interface: only sysdeps/unix/sysv/linux/ and tests include it.
  *
@@ -45,5 +45,44 @@ unsigned hp_linux_count_cpulist(const char *text);
    segment size shift; 0xffffffff = unused) lists 40, a 1 TiB segment.
    Returns 1 or 0, or -1 when len is not a non-zero multiple of 4.  */
 int hp_linux_seg_sizes_have_1t(const unsigned char *cells, size_t len);
+
+/* ---------------------------------------------------------------- census.c */
+
+/* One entry of PAGEMAP_SCAN's output (the kernel's struct page_region):
+   the pages [start, end) have the categories asked for.  */
+struct hp_page_region {
+  uint64_t start, end, categories;
+};
+
+/* The bytes of v[0..n) that lie inside [lo, hi).  */
+uint64_t hp_linux_regions_bytes(const struct hp_page_region *v, size_t n, uint64_t lo, uint64_t hi);
+
+/* Measure r[0..n) with the PAGEMAP_SCAN ioctl on fd, an open
+   /proc/self/pagemap: each r[i].huge gets the bytes of present pages the
+   kernel calls huge (PMD-mapped THP, hugetlb).  0, or -1 with errno
+   (ENOTTY or EINVAL: this kernel has no PAGEMAP_SCAN, before Linux 6.7).  */
+int hp_linux_scan_huge(int fd, struct hp_mem_range *r, size_t n);
+
+/* The smaps parser: lines of /proc/<pid>/smaps in, for each range the
+   huge-page bytes of the mappings it overlaps (AnonHugePages,
+   Private_Hugetlb, Shared_Hugetlb) out, a mapping that crosses a range's
+   edge shared in proportion to the overlap.  A header line too long for
+   the line buffer (a file mapping's long path: never the allocator's
+   anonymous memory) leaves its mapping unseen: its fields are dropped,
+   which "Size:" not matching the header, or "VmFlags:" (the last field of
+   each mapping) ending the previous one, makes sure of.  */
+struct hp_smaps {
+  struct hp_mem_range *r;
+  size_t n;
+  uint64_t lo, hi; /* the mapping whose fields come now; lo == hi: none */
+};
+/* Start a parse for r[0..n): their `huge` become 0.  */
+void hp_linux_smaps_start(struct hp_smaps *sm, struct hp_mem_range *r, size_t n);
+/* An hp_line_fn taking one line of smaps (ctx: the struct hp_smaps).
+   Returns 0: read on.  */
+int hp_linux_smaps_line(char *line, void *ctx);
+/* Read the smaps file at path for r[0..n): 0, or -1 with errno when it
+   cannot be read.  */
+int hp_linux_smaps_huge(const char *path, struct hp_mem_range *r, size_t n);
 
 #endif
