@@ -1,26 +1,27 @@
 /* touch: first touch of fresh anonymous memory, written for this project.
  * MIT licence.
  *
- *   touch MIB [thp|base] [hold]
+ *   touch MIB [thp|base]
  *
  * Maps MIB MiB of anonymous memory aligned to 2 MiB, advises it
  * (MADV_HUGEPAGE for thp, the default; MADV_NOHUGEPAGE for base, so that
  * every fault is a 4 KiB one), writes one byte in every 4 KiB page, reads
- * its own AnonHugePages from /proc/self/smaps_rollup and prints
+ * its own AnonHugePages from /proc/self/smaps_rollup, prints
  *
- *   touch mib=.. pages=thp|base touch_s=.. ms_per_2m=.. anonhuge_mib=..
+ *   touch mib=.. pages=thp|base touch_s=.. ms_per_2m=.. head_ms_per_2m=..
+ *         anonhuge_mib=..
  *
- * then unmaps and exits; with "hold", it keeps the memory until its
- * standard input reaches end of file.
+ * and unmaps.  ms_per_2m is the whole touch per 2 MiB, head_ms_per_2m the
+ * same over the first 64 MiB only (where a cold state that left some warm
+ * pages shows).
+ *
  * The cost of a first touch is the kernel's page fault and page clearing,
  * and in a VM whose balloon reports free memory to the host, the host's
- * fault as well when the page had been reported (see bench/README.md, "The
- * memory state").  The same program primes memory for the warm state of
- * `make bench`: it touches the footprint of the next run and gives it back
- * to the kernel on exit, so that the next run's faults find pages that were
- * freed a moment ago.  Holding, it is the cold state's sink: it takes the
- * few free pages that the balloon has not reported yet (the kernel leaves
- * some), so that the run after it finds reported memory only.  */
+ * fault as well when the page had been reported (bench/README.md, "The
+ * memory state").  `make bench-firsttouch` measures it with this program,
+ * and `make bench` primes the warm state with it: it touches the footprint
+ * of the next run and gives it back on exit, so that the run's faults find
+ * pages that were freed a moment ago.  */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
@@ -32,6 +33,7 @@
 
 #define HUGE (2UL << 20)
 #define BASE 4096UL
+#define HEAD (64UL << 20) /* head_ms_per_2m: the first 64 MiB, where leftovers of another state show */
 
 static long anonhuge_kib(void) {
   FILE *f = fopen("/proc/self/smaps_rollup", "r");
@@ -47,26 +49,31 @@ static long anonhuge_kib(void) {
 int main(int argc, char **argv) {
   size_t mib = argc > 1 ? strtoull(argv[1], NULL, 0) : 0;
   int thp = argc < 3 || strcmp(argv[2], "base") != 0;
-  int hold = argc > 3 && !strcmp(argv[3], "hold");
-  if (!mib || (argc > 2 && strcmp(argv[2], "thp") && strcmp(argv[2], "base")) || (argc > 3 && !hold)) {
-    fprintf(stderr, "usage: touch MIB [thp|base] [hold]\n");
+  if (!mib || (argc > 2 && strcmp(argv[2], "thp") && strcmp(argv[2], "base"))) {
+    fprintf(stderr, "usage: touch MIB [thp|base]\n");
     return 2;
   }
   size_t len = mib << 20;
   /* one huge page more than asked, so that an aligned range of len fits */
   char *raw = mmap(NULL, len + HUGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (raw == MAP_FAILED) { perror("mmap"); return 1; }
+  if (raw == MAP_FAILED) {
+    perror("mmap");
+    return 1;
+  }
   char *p = (char *)(((uintptr_t)raw + HUGE - 1) & ~(HUGE - 1));
   if (madvise(p, len, thp ? MADV_HUGEPAGE : MADV_NOHUGEPAGE)) perror("madvise");
-  double t0 = now();
-  for (size_t off = 0; off < len; off += BASE) p[off] = 1;
+  size_t head = len < HEAD ? len : HEAD;
+  double t0 = now(), th = t0;
+  for (size_t off = 0; off < len; off += BASE) {
+    if (off == head) th = now();
+    p[off] = 1;
+  }
   double t1 = now();
+  if (head == len) th = t1;
   long ah = anonhuge_kib();
-  printf("touch mib=%zu pages=%s touch_s=%.4f ms_per_2m=%.3f anonhuge_mib=%ld\n", mib, thp ? "thp" : "base", t1 - t0,
-         (t1 - t0) * 1e3 / (double)(len / HUGE), ah < 0 ? -1 : ah / 1024);
-  fflush(stdout);
-  if (hold)
-    while (getchar() != EOF) {}
+  printf("touch mib=%zu pages=%s touch_s=%.4f ms_per_2m=%.3f head_ms_per_2m=%.3f anonhuge_mib=%ld\n", mib,
+         thp ? "thp" : "base", t1 - t0, (t1 - t0) * 1e3 / ((double)len / HUGE), (th - t0) * 1e3 / ((double)head / HUGE),
+         ah < 0 ? -1 : ah / 1024);
   munmap(raw, len + HUGE);
   return 0;
 }
