@@ -400,14 +400,16 @@ def sections(results, conts, wls):
     return out
 
 
-def state_line(meta):
+def state_line(meta, wls):
     st = meta.get("states")
     if not st:
         return "- Memory state: not controlled (these runs predate the warm and cold states: bench/README.md)"
-    tlb, other = st["tlb"], st["other"]
-    return ("- Memory state (bench/README.md, \"The memory state\"): the TLB group ran %s (a section each below), "
-            "the small and real groups %s. Warm: %s. Cold: %s. Free-page reporting: %s." % (
-                " and ".join(tlb), other, meta["warm_rule"], meta["cold_rule"], memstate.describe(meta["reporting"])))
+    groups = {w[1] for w in wls}
+    others = [n for g, n in (("small", "small-object"), ("real", "real-program")) if g in groups]
+    ran = (["the TLB-heavy group %s (a section each below)" % " and ".join(st["tlb"])] if "tlb" in groups else []) + (
+        ["the %s group%s %s" % (" and ".join(others), "s" if len(others) > 1 else "", st["other"])] if others else [])
+    return ("- Memory state (bench/README.md, \"The memory state\"): %s. Warm: %s. Cold: %s. Free-page reporting: "
+            "%s." % (", ".join(ran), meta["warm_rule"], meta["cold_rule"], memstate.describe(meta["reporting"])))
 
 
 def state_stats(sec):
@@ -447,7 +449,7 @@ def markdown(meta, secs, conts, wls, hpm_note, seed_lines=None):
              "%s), with the min–max range. Speed-ups are against glibc hugetlb=0 in the same run "
              "(above 1: faster). Memory: peak RSS + HugetlbPages (hugetlb memory is not in RSS), sampled from /proc." % (
                  meta["reps"], meta.get("order", "the order rotated between repetitions")))
-    L.append(state_line(meta))
+    L.append(state_line(meta, wls))
     if seed_lines:
         L.append("- " + seed_lines[0])
     L.append("")
@@ -596,6 +598,8 @@ def seed_check(results, check, conts, wls, tol):
     """The seed check: the TLB group's ranking in each state with the main seed and with the check's seed, by
     wall time and by CPU time.  Returns the one-line verdict, then the section's lines."""
     tlb = [w for w in wls if w[1] == "tlb"]
+    if not tlb:
+        return ["Seed check: none (no TLB-heavy workload in this run)."]
     if not check:
         return ["Seed check: not run (`--seed-check`; `make bench` runs it unless SEED_CHECK=0)."]
     label = {c[0]: c[1] for c in conts}

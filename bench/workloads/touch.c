@@ -65,11 +65,10 @@ int main(int argc, char **argv) {
   size_t head = len < HEAD ? len : HEAD;
   double t0 = now(), th = t0;
   for (size_t off = 0; off < len; off += BASE) {
-    if (off == head) th = now();
     p[off] = 1;
+    if (off + BASE == head) th = now();
   }
   double t1 = now();
-  if (head == len) th = t1;
   long ah = anonhuge_kib();
   printf("touch mib=%zu pages=%s touch_s=%.4f ms_per_2m=%.3f head_ms_per_2m=%.3f anonhuge_mib=%ld\n", mib,
          thp ? "thp" : "base", t1 - t0, (t1 - t0) * 1e3 / ((double)len / HUGE), (th - t0) * 1e3 / ((double)head / HUGE),
