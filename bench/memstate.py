@@ -7,9 +7,9 @@ block, and whole free blocks are what gets reported.  So the same run is
 fast right after another process freed its footprint and slow after an
 idle pause.  run-bench.py therefore runs in a stated state:
 
-  warm  the primer ($(BUILD)/bench/touch, bench/workloads/touch.c) maps the
-        run's footprint with MADV_HUGEPAGE, touches it and exits right
-        before the run;
+  warm  the primer ($(BUILD)/bench/touch, bench/workloads/touch.c) maps
+        more than the run's footprint (run-bench.py says how much) with
+        MADV_HUGEPAGE, touches it and exits right before the run;
   cold  the run waits until what was freed before it has been reported
         (Memory.settle below says how that is detected); as root, the
         per-CPU free lists are drained first (below);
@@ -33,6 +33,7 @@ import subprocess
 import time
 
 PR = "/sys/module/page_reporting/parameters"
+STAT_REFRESH = "/proc/sys/vm/stat_refresh"
 VIRTIO_ID_BALLOON = "0x0005"
 F_FREE_PAGE_HINT, F_REPORTING = 3, 5  # VIRTIO_BALLOON_F_* feature bits
 DELAY_S = 2.0  # the kernel's PAGE_REPORTING_DELAY: reporting starts 2 s after a free, passes 2 s apart
@@ -81,9 +82,6 @@ def describe(d):
 def reported_kib():
     v = readf(PR + "/reported_kib")
     return int(v) if v.isdigit() else None
-
-
-STAT_REFRESH = "/proc/sys/vm/stat_refresh"
 
 
 def pcp_mib(zoneinfo=None):

@@ -37,6 +37,7 @@ import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "bench"))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import memstate  # noqa: E402  (bench/memstate.py: the warm and cold states)
 from memstate import readf  # noqa: E402
 LIBDIR = "/usr/lib/" + subprocess.run(["gcc", "-dumpmachine"], capture_output=True, text=True).stdout.strip() \
