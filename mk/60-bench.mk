@@ -8,7 +8,7 @@
 # that its ranking does not depend on the order (SEED_CHECK=0 skips that);
 # writes bench/results/latest.{md,json,svg}.  The full run then runs
 # bench-stride.  See bench/README.md.
-#   make bench                  full: about two hours on the project's machine
+#   make bench                  full: about 2.5 hours on the project's machine
 #   make bench QUICK=1          short sizes, no 7zz, no stride
 #   make bench REPS=5 BENCH_CONTENDERS=glibc-h0,hpm-h1 BENCH_WORKLOADS=tlb,xz BENCH_OUT=/tmp/r
 #   make bench QUICK=1 BENCH_WORKLOADS=tlb TLB_STATES=cold SEED=7 SEED_CHECK=0
