@@ -129,15 +129,16 @@ class Memory:
 
     def rule(self):
         """How the cold state is reached, in one sentence for the report."""
-        if self.fixed is not None:
-            return "a fixed pause of %g s after the last free (--cold-settle)" % self.fixed
-        if not self.info["reporting"]:
+        if not self.info["reporting"] and self.fixed is None:
             return "no wait: this machine does not report free pages"
-        drain = os.access(STAT_REFRESH, os.W_OK)
+        drain = self.info["reporting"] and os.access(STAT_REFRESH, os.W_OK)
         lists = ("the per-CPU free lists drained into the buddy lists (writes to %s), then " % STAT_REFRESH if drain
-                 else "(not root: what the per-CPU free lists hold, pcp_mib in the runs, stays warm) ")
+                 else "(not root: what the per-CPU free lists hold, pcp_mib in the runs, stays warm) "
+                 if self.info["reporting"] else "")
         again = ("; drained and waited again while a drain found %d MiB or more that other processes had freed "
                  "meanwhile (late_mib in the runs: what the last drain found)" % LATE_MIB if drain else "")
+        if self.fixed is not None:
+            return lists + "a fixed pause of %g s after the last free (--cold-settle)%s" % (self.fixed, again)
         if self.counted:
             return lists + (
                 "a wait until reported_kib has grown by what was freed since the last cold run (the largest "
