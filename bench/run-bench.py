@@ -3,12 +3,17 @@
 
     python3 bench/run-bench.py --build build [--quick] [--reps 3]
         [--contenders glibc-h0,hpm-h1,...] [--workloads small,graph-2t,...]
+        [--tlb-states warm,cold] [--state warm] [--seed 1] [--seed-check]
         [--out bench/results] [--pool-mb N]
+    python3 bench/run-bench.py --firsttouch [--mib 1024] [--reps 3]    (make bench-firsttouch)
 
 Every workload runs under every contender, interleaved (in each repetition
-every contender runs the workload once, in the listed order first and
-shuffled between repetitions), through bench/workloads/hpb-run (wall and CPU time from
-wait4, peak RSS, AnonHugePages and HugetlbPages sampled from /proc).
+every contender runs the workload once, in an order shuffled with the seed),
+through bench/workloads/hpb-run (wall and CPU time from wait4, peak RSS,
+AnonHugePages and HugetlbPages sampled from /proc).  Each run starts in a
+stated memory state (bench/memstate.py): the TLB group warm and cold, each
+state its own tables, the other groups warm.  --seed-check runs the TLB
+group again with the next seed and says whether the rankings agree.
 Writes OUT/latest.md (also printed), OUT/latest.json and OUT/latest.svg.
 As root it raises the hugetlb pool for the hugetlb=2 and large-page
 contenders and restores it afterwards.  Measures; never asserts.
@@ -31,6 +36,10 @@ import tempfile
 import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(TOP, "bench"))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import memstate  # noqa: E402  (bench/memstate.py: the warm and cold states)
+from memstate import readf  # noqa: E402
 LIBDIR = "/usr/lib/" + subprocess.run(["gcc", "-dumpmachine"], capture_output=True, text=True).stdout.strip() \
     if shutil.which("gcc") else "/usr/lib/x86_64-linux-gnu"
 HP_SYS = "/sys/kernel/mm/hugepages"
@@ -69,11 +78,16 @@ def workloads(build, quick, tmp, md=25):
         ("glibc-simple", "small", [b + "/small", "simple", "5" if q else "75"], {}),
         ("glibc-thread", "small", [b + "/small", "thread", "0.1" if q else "1.5"], {}),
         ("realloc", "small", [b + "/small", "realloc", "0.08" if q else "1"], {}),
-        # TLB-heavy
-        ("graph-1t", "tlb", [b + "/tlb", "graph", "1000000" if q else "10000000", "1", "2000000" if q else "20000000"], {}),
-        ("graph-2t", "tlb", [b + "/tlb", "graph", "1000000" if q else "10000000", "2", "2000000" if q else "20000000"], {}),
-        ("blocks-1m", "tlb", [b + "/tlb", "blocks", "200" if q else "2000", "1024", "500000" if q else "4000000"], {}),
-        ("blocks-2m", "tlb", [b + "/tlb", "blocks", "100" if q else "600", "2048", "500000" if q else "4000000", "mixed"], {}),
+        # TLB-heavy; footprint_mb: the known size (112-byte chunks and a pointer per node; the blocks), for the
+        # primer of the first warm run, before a run has shown its peak
+        ("graph-1t", "tlb", [b + "/tlb", "graph", "1000000" if q else "10000000", "1", "2000000" if q else "20000000"],
+         {"footprint_mb": 120 if q else 1200}),
+        ("graph-2t", "tlb", [b + "/tlb", "graph", "1000000" if q else "10000000", "2", "2000000" if q else "20000000"],
+         {"footprint_mb": 120 if q else 1200}),
+        ("blocks-1m", "tlb", [b + "/tlb", "blocks", "200" if q else "2000", "1024", "500000" if q else "4000000"],
+         {"footprint_mb": 200 if q else 2000}),
+        ("blocks-2m", "tlb", [b + "/tlb", "blocks", "100" if q else "600", "2048", "500000" if q else "4000000", "mixed"],
+         {"footprint_mb": 225 if q else 1350}),
         # real programs
         ("xz", "real", ["xz", "-9", "-T1", "-c", os.path.join(tmp, "xz-input")],
          {"stdout": "/dev/null", "prep": "xz", "mib": 2 if q else 16}),
@@ -98,14 +112,6 @@ def sh(cmd):
         return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
     except OSError:
         return ""
-
-
-def readf(path, default=""):
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return default
 
 
 def machine():
@@ -367,7 +373,66 @@ def goals(s, wls, conts, key="speedup"):
     return out
 
 
-def markdown(meta, s, conts, wls, goal_lines, cpu_goal_lines, hpm_note):
+STATE_TITLES = {"warm": "Warm state", "cold": "Cold state", "asis": "As the previous run left memory",
+                "unstated": "Memory state not controlled (runs recorded before issue 12)"}
+GROUPS = (("small", "small objects"), ("tlb", "TLB-heavy"), ("real", "real programs"))
+
+
+def states_in(results):
+    """The memory states the runs were made in: warm, cold, asis; unstated for runs from before there were states."""
+    seen = {r.get("state", "unstated") for d in results.values() for runs in d.values() for r in runs}
+    return [x for x in ("warm", "cold", "asis", "unstated") if x in seen]
+
+
+def in_state(results, state):
+    return {w: {c: [r for r in runs if r.get("state", "unstated") == state] for c, runs in d.items()}
+            for w, d in results.items()}
+
+
+def sections(results, conts, wls):
+    """One section per memory state: the workloads run in it, their summary and the goals evaluated on it."""
+    out = []
+    for st in states_in(results):
+        rs = in_state(results, st)
+        ws = [w for w in wls if any(rs.get(w[0], {}).values())]
+        s = summarize(rs, conts, ws)
+        out.append({"state": st, "wls": ws, "s": s, "runs": rs, "goals": goals(s, ws, conts),
+                    "goals_cpu": goals(s, ws, conts, "cpu_speedup")})
+    return out
+
+
+def state_line(meta, wls):
+    st = meta.get("states")
+    if not st:
+        return "- Memory state: not controlled (these runs predate the warm and cold states: bench/README.md)"
+    groups = {w[1] for w in wls}
+    others = [n for g, n in (("small", "small-object"), ("real", "real-program")) if g in groups]
+    ran = (["the TLB-heavy group %s (a section each below)" % " and ".join(st["tlb"])] if "tlb" in groups else []) + (
+        ["the %s group%s %s" % (" and ".join(others), "s" if len(others) > 1 else "", st["other"])] if others else [])
+    return ("- Memory state (bench/README.md, \"The memory state\"): %s. Warm: %s. Cold: %s. Free-page reporting: "
+            "%s." % (", ".join(ran), meta["warm_rule"], meta["cold_rule"], memstate.describe(meta["reporting"])))
+
+
+def state_stats(sec):
+    """What it took to put memory in the section's state, from its runs."""
+    runs = [r for d in sec["runs"].values() for rs in d.values() for r in rs]
+    if sec["state"] == "cold":
+        waits = [r["settle_s"] for r in runs if "settle_s" in r]
+        why = [r.get("settled_by") for r in runs if "settle_s" in r]
+        if waits:
+            return "Cold waits before the %d runs: median %.1f s, %.1f–%.1f s; ended by %s." % (
+                len(waits), med(waits), min(waits), max(waits),
+                ", ".join("%s ×%d" % (k, why.count(k)) for k in sorted(set(why))))
+    if sec["state"] == "warm":
+        ps = [r["primer_s"] for r in runs if "primer_s" in r]
+        during = [r["passes"] for r in runs if "passes" in r]
+        if ps:
+            return "Primers before the %d runs: median %.2f s; a reporting pass came during %d of the runs." % (
+                len(ps), med(ps), sum(1 for x in during if x))
+    return ""
+
+
+def markdown(meta, secs, conts, wls, hpm_note, seed_lines=None):
     L = []
     m = meta["machine"]
     L.append("# Allocator comparison (`make bench%s`)" % (" QUICK=1" if meta["quick"] else ""))
@@ -385,9 +450,50 @@ def markdown(meta, s, conts, wls, goal_lines, cpu_goal_lines, hpm_note):
              "%s), with the min–max range. Speed-ups are against glibc hugetlb=0 in the same run "
              "(above 1: faster). Memory: peak RSS + HugetlbPages (hugetlb memory is not in RSS), sampled from /proc." % (
                  meta["reps"], meta.get("order", "the order rotated between repetitions")))
+    L.append(state_line(meta, wls))
+    if seed_lines:
+        L.append("- " + seed_lines[0])
     L.append("")
+    for sec in secs:
+        L.append("## %s: %s" % (STATE_TITLES[sec["state"]], ", ".join(
+            title for g, title in GROUPS if any(w[1] == g for w in sec["wls"]))))
+        L.append("")
+        stats = state_stats(sec)
+        if stats:
+            L += [stats, ""]
+        L += state_tables(sec, conts)
+    if seed_lines:
+        L += seed_lines[1:]
+    L.append("## Workloads")
+    L.append("")
+    for w in wls:
+        cmd = " ".join(os.path.relpath(x, TOP) if x.startswith(TOP) else
+                       "SERVER" if x.endswith("/redis-server") else "PORT" if x == "@PORT@" else x for x in w[2])
+        extra = w[3].get("stdin") and " < sqlite.sql (%d rows)" % w[3]["rows"] or ""
+        extra += " (%d MiB of bench/workloads/gen-data.py)" % w[3]["mib"] if w[3].get("prep") == "xz" else ""
+        extra += " PYTHONMALLOC=malloc" if "env" in w[3] else ""
+        extra += (" (SERVER: Debian's redis-server; PORT: a free port; the glibc contenders preload %s)" %
+                  os.path.relpath(w[3]["glibc_preload"], TOP)) if w[3].get("glibc_preload") else ""
+        L.append("- %s (%s): `%s`%s" % (w[0], w[1], cmd, extra))
+    if hpm_note:
+        L.append("")
+        L.append("## Trace replays (`hpm compare`)")
+        L.append("")
+        L += hpm_note
+    failures = [(w, sec["state"], c, d["failed"]) for sec in secs for w in sec["s"]
+                for c, d in sec["s"][w].items() if d.get("failed")]
+    if failures:
+        L.append("")
+        L.append("Failed runs: " + ", ".join("%s (%s)/%s ×%d" % f for f in failures))
+    return "\n".join(L) + "\n"
+
+
+def state_tables(sec, conts):
+    """The tables of one memory state: time, speed-ups, the TLB-bound phase, CPU time, memory, goals."""
+    s, wls, L = sec["s"], sec["wls"], []
     hdr = "| workload | " + " | ".join(c[1] for c in conts) + " |"
     sep = "|---|" + "---:|" * len(conts)
+
     def table(cell, geomean_key=None, rows_of=wls):
         # one row per workload, cell(d) of each contender's summary d; with
         # geomean_key, the geometric mean of that key over each group
@@ -419,24 +525,24 @@ def markdown(meta, s, conts, wls, goal_lines, cpu_goal_lines, hpm_note):
         ht = " +%.0f h" % d["hugetlb_mb"] if d["hugetlb_mb"] >= 1 else ""
         return "%.0f%s (%.0f%%)" % (d["rss_mb"], ht, d["huge_pct"])
 
-    L.append("## Time (s; 7zz: MIPS, higher is better)")
+    L.append("### Time (s; 7zz: MIPS, higher is better)")
     L.append("")
     L += table(time_cell)
     L.append("")
-    L.append("## Speed-up against glibc hugetlb=0 (same run)")
+    L.append("### Speed-up against glibc hugetlb=0 (same run)")
     L.append("")
     L += table(value("speedup"), "speedup")
     L.append("")
     tlb = [w for w in wls if any(s[w[0]][c[0]].get("prog_walk_s") for c in conts)]
     if tlb:
-        L.append("## The TLB-bound phase alone (random walk / reads, s; median) and its speed-up")
+        L.append("### The TLB-bound phase alone (random walk / reads, s; median) and its speed-up")
         L.append("")
         L.append("The walk of `graph-*` and the reads of `blocks-*`, timed inside the program: no page faults, "
                  "no allocator code, only translation and cache misses.")
         L.append("")
         L += table(walk_cell, rows_of=tlb)
         L.append("")
-    L.append("## CPU time (user + sys, s; median) and speed-up by CPU time")
+    L.append("### CPU time (user + sys, s; median) and speed-up by CPU time")
     L.append("")
     L.append("CPU time is less disturbed than wall time by other load on a shared machine (it still includes "
              "cache and TLB misses, and the kernel's page faults and zeroing).")
@@ -445,44 +551,83 @@ def markdown(meta, s, conts, wls, goal_lines, cpu_goal_lines, hpm_note):
     L.append("")
     L += table(value("cpu_speedup"), "cpu_speedup")
     L.append("")
-    L.append("## Peak memory: RSS + hugetlb MB (huge-page coverage at the peak)")
+    L.append("### Peak memory: RSS + hugetlb MB (huge-page coverage at the peak)")
     L.append("")
     L.append("Coverage = (AnonHugePages + HugetlbPages) / (Rss + HugetlbPages) at the sample with the largest "
              "Rss + HugetlbPages; `+N h` is the hugetlb part.")
     L.append("")
     L += table(mem_cell)
     L.append("")
-    L.append("## Goals (issue 7), as measured in this run")
+    L.append("### Goals (issue 7), as measured in this state")
     L.append("")
     L.append("By wall time (the issue's measure):")
     L.append("")
-    L += ["- " + g if not g.startswith("  ") else "  - " + g.strip() for g in goal_lines]
+    L += ["- " + g if not g.startswith("  ") else "  - " + g.strip() for g in sec["goals"]]
     L.append("")
     L.append("The same by CPU time:")
     L.append("")
-    L += ["- " + g if not g.startswith("  ") else "  - " + g.strip() for g in cpu_goal_lines]
+    L += ["- " + g if not g.startswith("  ") else "  - " + g.strip() for g in sec["goals_cpu"]]
     L.append("")
-    L.append("## Workloads")
-    L.append("")
-    for w in wls:
-        cmd = " ".join(os.path.relpath(x, TOP) if x.startswith(TOP) else
-                       "SERVER" if x.endswith("/redis-server") else "PORT" if x == "@PORT@" else x for x in w[2])
-        extra = w[3].get("stdin") and " < sqlite.sql (%d rows)" % w[3]["rows"] or ""
-        extra += " (%d MiB of bench/workloads/gen-data.py)" % w[3]["mib"] if w[3].get("prep") == "xz" else ""
-        extra += " PYTHONMALLOC=malloc" if "env" in w[3] else ""
-        extra += (" (SERVER: Debian's redis-server; PORT: a free port; the glibc contenders preload %s)" %
-                  os.path.relpath(w[3]["glibc_preload"], TOP)) if w[3].get("glibc_preload") else ""
-        L.append("- %s (%s): `%s`%s" % (w[0], w[1], cmd, extra))
-    if hpm_note:
-        L.append("")
-        L.append("## Trace replays (`hpm compare`)")
-        L.append("")
-        L += hpm_note
-    failures = [(w, c, d["failed"]) for w in s for c, d in s[w].items() if d.get("failed")]
-    if failures:
-        L.append("")
-        L.append("Failed runs: " + ", ".join("%s/%s ×%d" % f for f in failures))
-    return "\n".join(L) + "\n"
+    return L
+
+
+def ranking(s, conts, wls, key="speedup"):
+    """Contenders by the geometric mean of key over wls, best first: [(name, value)]."""
+    g = [(c[0], geomean([s[w[0]][c[0]].get(key) for w in wls])) for c in conts]
+    return sorted([x for x in g if x[1]], key=lambda x: -x[1])
+
+
+def discordant(r1, r2, tol):
+    """Pairs that two rankings order differently, leaving out pairs within tol of each other in either
+    (ties at this precision); and Kendall's tau over all pairs."""
+    a, b = dict(r1), dict(r2)
+    names = [n for n, _ in r1 if n in b]
+    flips, conc, disc = [], 0, 0
+    for i, x in enumerate(names):
+        for y in names[i + 1:]:
+            d1, d2 = a[x] / a[y], b[x] / b[y]
+            if (d1 > 1) == (d2 > 1):
+                conc += 1
+                continue
+            disc += 1
+            if abs(math.log(d1)) >= math.log1p(tol) and abs(math.log(d2)) >= math.log1p(tol):
+                flips.append((x, y))
+    return flips, (conc - disc) / (conc + disc) if conc + disc else None
+
+
+def seed_check(results, check, conts, wls, tol):
+    """The seed check: the TLB group's ranking in each state with the main seed and with the check's seed, by
+    wall time and by CPU time.  Returns the one-line verdict, then the section's lines."""
+    tlb = [w for w in wls if w[1] == "tlb"]
+    if not tlb:
+        return ["Seed check: none (no TLB-heavy workload in this run)."]
+    if not check:
+        return ["Seed check: not run (`--seed-check`; `make bench` runs it unless SEED_CHECK=0)."]
+    label = {c[0]: c[1] for c in conts}
+    seed1 = check["seed"] - 1
+    rows, verdicts, ok = [], [], True
+    for st in states_in(check["runs"]):
+        s1 = summarize(in_state(results, st), conts, tlb)
+        s2 = summarize(in_state(check["runs"], st), conts, tlb)
+        for key, by in (("speedup", "wall time"), ("cpu_speedup", "CPU time")):
+            r1, r2 = ranking(s1, conts, tlb, key), ranking(s2, conts, tlb, key)
+            flips, tau = discordant(r1, r2, tol)
+            per_wl = [w[0] for w in tlb if discordant(ranking(s1, conts, [w], key), ranking(s2, conts, [w], key),
+                                                      tol)[0]]
+            ok = ok and not flips
+            verdicts.append("%s by %s %s (Kendall τ %s%s; workloads whose own ranking differs: %s)" % (
+                st, by, "agree" if not flips else "DISAGREE", fmt(tau), "; " + ", ".join(
+                    "%s vs %s" % (label[x], label[y]) for x, y in flips) if flips else "", ", ".join(per_wl) or "none"))
+            for seed, r in ((seed1, r1), (check["seed"], r2)):
+                rows.append("| %s | %s | %d | %s |" % (st, by, seed, ", ".join(
+                    "%s %s" % (label[n], fmt(v)) for n, v in r)))
+    line = "Seed check (TLB group run twice, seeds %d and %d): the rankings %s: %s." % (
+        seed1, check["seed"], "agree" if ok else "DISAGREE", "; ".join(verdicts))
+    return [line, "## Seed check: does the ranking depend on the order of the contenders?", "",
+            "The TLB group ran a second time, its contenders shuffled with seed %d (the tables above: seed %d), "
+            "in the same states. Ranking: the geometric mean of the TLB speed-ups, best first; two contenders "
+            "within %.0f%% of each other in either run are tied, not ranked." % (check["seed"], seed1, 100 * tol), "",
+            line, "", "| state | by | seed | ranking (geomean TLB speed-up) |", "|---|---|---:|---|"] + rows + [""]
 
 
 COLORS = ["#444444", "#888888", "#bbbbbb", "#08519c", "#3182bd", "#9ecae1", "#a63603", "#fd8d3c",
@@ -551,11 +696,10 @@ def hpm_replays(build):
     return out
 
 
-def report(meta, results, conts, wls, hpm_note, out, name, runs_json=True):
-    s = summarize(results, conts, wls)
-    g = goals(s, wls, conts)
-    gc = goals(s, wls, conts, "cpu_speedup")
-    md = markdown(meta, s, conts, wls, g, gc, hpm_note)
+def report(meta, results, conts, wls, hpm_note, out, name, runs_json=True, check=None, tol=0.05):
+    secs = sections(results, conts, wls)
+    seed_lines = seed_check(results, check, conts, wls, tol) if meta.get("states") else None
+    md = markdown(meta, secs, conts, wls, hpm_note, seed_lines)
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, name + ".md"), "w") as f:
         f.write(md)
@@ -565,9 +709,17 @@ def report(meta, results, conts, wls, hpm_note, out, name, runs_json=True):
                        "contenders": [{"name": c[0], "label": c[1], "preload": c[2], "env": c[3]} for c in conts],
                        "workloads": [{"name": w[0], "group": w[1], "command": w[2], "opts": w[3],
                                       "metric": w[3].get("metric", "wall_s")} for w in wls],
-                       "summary": s, "goals": g, "goals_cpu": gc, "runs": results}, f, indent=1)
+                       "summary": {x["state"]: x["s"] for x in secs},
+                       "goals": {x["state"]: x["goals"] for x in secs},
+                       "goals_cpu": {x["state"]: x["goals_cpu"] for x in secs},
+                       "seed_check": check and dict(check, verdict=seed_lines[0]),
+                       "runs": results}, f, indent=1)
+    # one group of bars per workload and state; the state named where a workload ran in more than one
+    many = {w[0] for w in wls if sum(1 for x in secs if w in x["wls"]) > 1}
+    bars = [(w[0] + (" " + x["state"] if w[0] in many else ""), x["s"][w[0]]) for x in secs for w in x["wls"]]
     with open(os.path.join(out, name + ".svg"), "w") as f:
-        f.write(svg(s, conts, wls, "hpmalloc benchmark %s (%s)" % (meta["date"], "QUICK" if meta["quick"] else "full")))
+        f.write(svg(dict(bars), conts, [(k,) for k, _ in bars],
+                    "hpmalloc benchmark %s (%s)" % (meta["date"], "QUICK" if meta["quick"] else "full")))
     return md
 
 
@@ -577,9 +729,166 @@ def render(a):
     conts = [(c["name"], c["label"], c["preload"], c["env"]) for c in d["contenders"]]
     wls = [(w["name"], w["group"], w["command"], w.get("opts") or
             ({"metric": "mips"} if w.get("metric") == "mips" else {})) for w in d["workloads"]]
+    check = d.get("seed_check")
     md = report(d["meta"], d["runs"], conts, wls, d.get("hpm", []), a.out, a.name,
-                runs_json=os.path.abspath(a.render) != os.path.abspath(os.path.join(a.out, a.name + ".json")))
+                runs_json=os.path.abspath(a.render) != os.path.abspath(os.path.join(a.out, a.name + ".json")),
+                check=check and {"seed": check["seed"], "runs": check["runs"]}, tol=a.rank_tolerance)
     print(md)
+
+
+WARM_RULE = ("the primer (`touch`, bench/workloads/touch.c) touched and freed 2 × the footprint + 256 MiB just before "
+             "the run (footprint: the largest peak RSS of the workload's runs so far, at first its known size or "
+             "64 MB), so that the run's faults find memory freed a moment ago even after a reporting pass took "
+             "256 MiB of it")
+
+
+class Bench:
+    """Runs workloads under contenders in their memory states and keeps account of footprints."""
+
+    def __init__(self, launcher, tmp, timeout, mem, states):
+        self.launcher, self.tmp, self.timeout, self.mem, self.states = launcher, tmp, timeout, mem, states
+        self.peak = {}  # workload: the largest peak RSS + hugetlb (MB) of its runs so far
+        self.n = self.total = 0
+
+    def footprint(self, w):
+        return self.peak.get(w[0]) or w[3].get("footprint_mb", 64)
+
+    def measure(self, conts, wls, reps, seed, results):
+        """Every workload under every contender in each of its states, reps times, in a new shuffled order of
+        the contenders each repetition; the runs of one state come together, so that a cold wait has one run's
+        footprint to clear, not a primer's too.  Appends to results[workload][contender]."""
+        for rep in range(reps):
+            order = list(conts)
+            random.Random("%d/%d" % (seed, rep)).shuffle(order)
+            for w in wls:
+                for state in self.states(w):
+                    for c in order:
+                        self.one(c, w, state, rep, seed, results)
+
+    def one(self, c, w, state, rep, seed, results):
+        how = self.mem.enter(state, 2 * self.footprint(w) + 256)
+        p0 = self.mem.passes()
+        r = run_one(self.launcher, c, w, self.tmp, self.timeout)
+        p1 = self.mem.passes()
+        r.update(how, seed=seed)
+        if p0 is not None and p1 is not None:
+            r["passes"] = p1 - p0  # reporting passes during the run
+        self.mem.freed(r.get("rss_mb") or self.footprint(w))
+        if r["ok"] and r.get("mem_mb"):
+            self.peak[w[0]] = max(self.peak.get(w[0], 0), r["mem_mb"])
+        results.setdefault(w[0], {}).setdefault(c[0], []).append(r)
+        self.n += 1
+        v = r.get("mips", r.get("wall_s"))
+        print("bench: [%d/%d] seed %d rep %d %-12s %-4s %-14s %s" % (
+            self.n, self.total, seed, rep + 1, w[0], state, c[1],
+            ("%s=%.3f cpu=%.2f mem=%.0fMB huge=%.0f%%" % ("mips" if "mips" in r else "wall", v, r["cpu_s"],
+                                                        r["mem_mb"], r["huge_pct"])) if r["ok"] else
+            "FAILED: " + r.get("error", "")) + (" (settled %.1f s)" % how["settle_s"] if state == "cold" else ""),
+            flush=True)
+
+
+def firsttouch(a):
+    """make bench-firsttouch: what a first touch costs per 2 MiB, base pages and THP, cold and warm (interleaved,
+    in a seeded random order per repetition), then the THP cost against the idle time since the memory was
+    freed.  Writes OUT/NAME.md (also printed) and OUT/NAME.json."""
+    touch = os.path.join(TOP, a.build, "bench", "touch")
+    if not os.access(touch, os.X_OK):
+        sys.exit("bench: %s missing (make bench-firsttouch builds it)" % touch)
+    mem = memstate.Memory(touch, settle=a.cold_settle)
+    mib, t_start, meta = a.mib, time.time(), {"machine": machine(), "reporting": mem.info}
+    meta["command"] = " ".join(["python3", "bench/run-bench.py"] + sys.argv[1:])
+    meta["date"] = datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M")
+
+    def probe(kind):  # one first touch of mib MiB; its memory is freed when it exits
+        p = subprocess.run([touch, str(mib), kind], capture_output=True, text=True, check=True)
+        mem.freed(mib)
+        return {k: float(v) for k, v in re.findall(r"(\w+)=([-\d.]+)", p.stdout)}
+
+    runs, curve = [], []
+    mem.settle()  # whatever ran before this is reported first
+    for rep in range(a.reps):
+        cases = [(k, st) for k in ("base", "thp") for st in ("cold", "warm")]
+        random.Random("%d/%d" % (a.seed, rep)).shuffle(cases)
+        for kind, state in cases:
+            r = mem.enter(state, mib)
+            r.update(probe(kind), pages=kind, rep=rep + 1)
+            runs.append(r)
+            print("bench: firsttouch rep %d %-4s %s: %.3f ms per 2 MiB (%s)" % (
+                rep + 1, kind, state, r["ms_per_2m"], "settled in %.1f s, %s" % (r["settle_s"], r["settled_by"])
+                if state == "cold" else "after a primer of %d MiB" % r["primer_mib"]), flush=True)
+    # as it comes (what the primer freed partly waits in the per-CPU lists), and with the lists drained
+    # right after the primer (the reporting alone)
+    variants = ("as is", "drained") if os.access(memstate.STAT_REFRESH, os.W_OK) else ("as is",)
+    for idle in [float(x) for x in a.idle.split(",") if x]:
+        for v in variants:
+            mem.settle()
+            mem.prime(mib)
+            if v == "drained":
+                memstate.drain_pcp()
+            r0 = memstate.reported_kib()
+            time.sleep(idle)
+            r1 = memstate.reported_kib()
+            r = probe("thp")
+            r.update(idle_s=idle, lists=v, reported_mib=(r1 - r0) / 1024 if r0 is not None else None)
+            curve.append(r)
+            print("bench: firsttouch idle %4.1f s, lists %s (%s MiB reported meanwhile): THP %.3f ms per 2 MiB" % (
+                idle, v, fmt(r["reported_mib"], 0), r["ms_per_2m"]), flush=True)
+    meta["loadavg_end"] = readf("/proc/loadavg")
+    meta["duration_s"] = time.time() - t_start
+    m = meta["machine"]
+    L = ["# First touch of fresh memory (`make bench-firsttouch`)", "",
+         "Generated by `bench/run-bench.py --firsttouch`; do not edit by hand.", "",
+         "- Machine: %s; %s cores; %s GiB; Linux %s; THP enabled %s, defrag %s" % (
+             m["cpu"], m["cores"], m["memory_gib"], m["kernel"], m["thp"], m["thp_defrag"]),
+         "- Free-page reporting: " + memstate.describe(mem.info),
+         "- Date: %s UTC; took %.0f s; load average at start %s, at end %s" % (
+             meta["date"], meta["duration_s"], m["loadavg_start"], meta["loadavg_end"]),
+         "- Command: `%s`" % meta["command"],
+         "- Each probe (`%s MIB thp|base`) maps %d MiB, advises it (MADV_HUGEPAGE, or MADV_NOHUGEPAGE for base "
+         "pages), writes a byte in every 4 KiB page and times that; %d repetitions, the four cases in a seeded "
+         "random order in each. Cold: %s. Warm: the primer (`touch %d thp`) ran just before." % (
+             os.path.relpath(touch, TOP), mib, a.reps, mem.rule(), mib), ""]
+    L += ["## First touch, ms per 2 MiB (median, min–max)", "",
+          "The first 64 MiB alone in the columns *head*: warm pages that a cold state left would show there.", "",
+          "| pages | cold | cold, head | warm | warm, head | cold / warm |", "|---|---:|---:|---:|---:|---:|"]
+    for kind, label in (("base", "base pages (4 KiB faults)"), ("thp", "THP (2 MiB faults)")):
+        v = {(st, k): [r[k] for r in runs if r["pages"] == kind and r["state"] == st and k in r]
+             for st in ("cold", "warm") for k in ("ms_per_2m", "head_ms_per_2m")}
+        cell = {sk: "%s (%s–%s)" % (fmt(med(x), 3), fmt(min(x), 3), fmt(max(x), 3)) if x else "–"
+                for sk, x in v.items()}
+        c, w = med(v["cold", "ms_per_2m"]), med(v["warm", "ms_per_2m"])
+        L.append("| %s | %s |" % (label, " | ".join(cell[st, k] for st in ("cold", "warm") for k in (
+            "ms_per_2m", "head_ms_per_2m")) + " | " + fmt(c / w if c and w else None)))
+    waits = [r["settle_s"] for r in runs if r["state"] == "cold"]
+    if waits:
+        why = [r["settled_by"] for r in runs if r["state"] == "cold"]
+        L += ["", "Cold waits after freeing %d MiB: median %.1f s (%.1f–%.1f s); ended by %s." % (
+            mib, med(waits), min(waits), max(waits),
+            ", ".join("%s ×%d" % (k, why.count(k)) for k in sorted(set(why))))]
+    if curve:
+        L += ["", "## THP first touch against the idle time since the memory was freed", "",
+              "From the cold state, the primer touched and freed %d MiB, then nothing of ours ran for the idle "
+              "time, then the probe touched %d MiB of THP. `reported`: what the balloon handed to the host "
+              "meanwhile (all of the machine's frees, not only the primer's). Per-CPU lists *as is*: part of what "
+              "the primer freed waits in the kernel's per-CPU free lists, where reporting does not look; "
+              "*drained*: the lists emptied into the buddy lists right after the primer." % (mib, mib), ""]
+        L += ["| idle after the free (s) | " + " | ".join(
+            "lists %s: reported meanwhile (MiB) | lists %s: THP ms per 2 MiB" % (v, v) for v in variants) + " |",
+            "|---:|" + "---:|---:|" * len(variants)]
+        for idle in sorted({r["idle_s"] for r in curve}):
+            row = {r["lists"]: r for r in curve if r["idle_s"] == idle}
+            L.append("| %g | %s |" % (idle, " | ".join("%s | %s" % (fmt(row[v]["reported_mib"], 0), fmt(
+                row[v]["ms_per_2m"], 3)) for v in variants)))
+    md = "\n".join(L) + "\n"
+    os.makedirs(a.out, exist_ok=True)
+    name = a.name
+    with open(os.path.join(a.out, name + ".md"), "w") as f:
+        f.write(md)
+    with open(os.path.join(a.out, name + ".json"), "w") as f:
+        json.dump({"meta": meta, "mib": mib, "runs": runs, "curve": curve}, f, indent=1)
+    print()
+    print(md)
+    print("bench: wrote %s/%s.{md,json}" % (os.path.relpath(a.out, os.getcwd()), name))
 
 
 def main():
@@ -590,16 +899,32 @@ def main():
     ap.add_argument("--contenders", default="")
     ap.add_argument("--workloads", default="", help="names or groups (small, tlb, real), comma-separated")
     ap.add_argument("--out", default=os.path.join(TOP, "bench/results"))
-    ap.add_argument("--name", default="latest", help="file names: NAME.md, NAME.json, NAME.svg")
+    ap.add_argument("--name", default=None, help="file names: NAME.md, NAME.json, NAME.svg (latest; firsttouch)")
     ap.add_argument("--pool-mb", type=int, default=0, help="hugetlb pool for the run (default 1024 quick, 4608 full)")
     ap.add_argument("--timeout", type=int, default=900)
-    ap.add_argument("--settle", type=float, default=0,
-                    help="seconds to wait before each run (freed memory goes back to the host in the project's VM)")
+    ap.add_argument("--tlb-states", default="warm,cold",
+                    help="memory states the TLB group runs in, each its own tables: warm, cold, asis (warm,cold)")
+    ap.add_argument("--state", default="warm", help="memory state of the other groups (warm)")
+    ap.add_argument("--seed-check", action="store_true",
+                    help="run the TLB group again with seed + 1 and say whether the rankings agree")
+    ap.add_argument("--rank-tolerance", type=float, default=0.05,
+                    help="--seed-check: contenders within this fraction of each other are tied (0.05)")
     ap.add_argument("--md", type=int, default=25, help="7zz b -mdN (25; the issue's table used 23: half the time)")
     ap.add_argument("--render", metavar="JSON", help="measure nothing: write the md and svg again from a JSON result")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the shuffled orders (1)")
+    ap.add_argument("--cold-settle", type=float, default=None, metavar="S",
+                    help="cold state: a fixed pause of S s after a free instead of watching the reporting counters")
+    ap.add_argument("--firsttouch", action="store_true",
+                    help="measure the first-touch cost per 2 MiB instead (make bench-firsttouch)")
+    ap.add_argument("--mib", type=int, default=1024, help="--firsttouch: MiB touched by each probe (1024)")
+    ap.add_argument("--idle", default="0,1,2,3,4,6,8,12",
+                    help="--firsttouch: idle times (s) after a free for the THP curve ('' skips it)")
     a = ap.parse_args()
+    a.name = a.name or ("firsttouch" if a.firsttouch else "latest")
     if a.render:
         return render(a)
+    if a.firsttouch:
+        return firsttouch(a)
     t_start = time.time()
     launcher = os.path.join(TOP, a.build, "bench", "hpb-run")
     if not os.access(launcher, os.X_OK):
@@ -633,9 +958,17 @@ def main():
     wls = ok
     if a.quick:
         print("bench: QUICK: 7zz skipped (its benchmark runs ~10 s per pass, whatever the size)")
-    meta = {"quick": a.quick, "reps": a.reps, "machine": machine(), "settle_s": a.settle,
-            "order": "the listed order first, then shuffled (seeded) between repetitions" +
-                     (", %g s pause before each run" % a.settle if a.settle else ""),
+    tlb_states = [x for x in a.tlb_states.split(",") if x]
+    bad = [x for x in tlb_states + [a.state] if x not in memstate.STATES]
+    if bad or not tlb_states:
+        sys.exit("bench: unknown memory state %s (warm, cold or asis)" % ", ".join(bad or ["''"]))
+    mem = memstate.Memory(os.path.join(TOP, a.build, "bench", "touch"), settle=a.cold_settle)
+    if "warm" in tlb_states + [a.state] and not os.access(mem.touch, os.X_OK):
+        sys.exit("bench: %s missing (make bench-build builds it)" % mem.touch)
+    meta = {"quick": a.quick, "reps": a.reps, "machine": machine(), "seed": a.seed,
+            "order": "in a new order each repetition (shuffled, seed %d)" % a.seed,
+            "states": {"tlb": tlb_states, "other": a.state}, "reporting": mem.info,
+            "cold_rule": mem.rule(), "warm_rule": WARM_RULE,
             "date": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M"),
             "command": " ".join(["python3", "bench/run-bench.py"] + sys.argv[1:])}
     pool = Pool(a.pool_mb or (1024 if a.quick else 4608))
@@ -645,35 +978,20 @@ def main():
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
-    results = {}
+    results, check = {}, None
+    tlb = [w for w in wls if w[1] == "tlb"]
+    bench = Bench(launcher, tmp, a.timeout, mem, lambda w: tlb_states if w[1] == "tlb" else [a.state])
     try:
         if need_pool:
             pool.raise_()
             print("bench: " + pool.note)
         meta["pool"] = pool.note or "hugetlb pool: not used"
-        total = len(wls) * len(conts) * a.reps
-        n = 0
-        for rep in range(a.reps):
-            # The first repetition in the listed order, then a new (seeded)
-            # order each time: a plain rotation would keep every contender
-            # behind the same neighbour, and a run inherits memory state from
-            # the run before it (warm or cold huge pages, see README).
-            order = list(conts)
-            if rep:
-                random.Random(rep).shuffle(order)
-            for w in wls:
-                for c in order:
-                    if a.settle:
-                        time.sleep(a.settle)
-                    n += 1
-                    r = run_one(launcher, c, w, tmp, a.timeout)
-                    results.setdefault(w[0], {}).setdefault(c[0], []).append(r)
-                    v = r.get("mips", r.get("wall_s"))
-                    print("bench: [%d/%d] rep %d %-12s %-14s %s" % (
-                        n, total, rep + 1, w[0], c[1],
-                        ("%s=%.3f cpu=%.2f mem=%.0fMB huge=%.0f%%" % ("mips" if "mips" in r else "wall", v, r["cpu_s"],
-                                                                    r["mem_mb"], r["huge_pct"])) if r["ok"] else
-                        "FAILED: " + r.get("error", "")), flush=True)
+        bench.total = a.reps * len(conts) * sum(len(bench.states(w)) for w in wls + (tlb if a.seed_check else []))
+        bench.measure(conts, wls, a.reps, a.seed, results)
+        if a.seed_check and tlb:
+            # the TLB group again in a different order: its ranking must not depend on the order
+            check = {"seed": a.seed + 1, "runs": {}}
+            bench.measure(conts, tlb, a.reps, check["seed"], check["runs"])
     except KeyboardInterrupt:
         print("bench: interrupted; writing what was measured")
     finally:
@@ -682,7 +1000,7 @@ def main():
     shutil.rmtree(tmp, ignore_errors=True)
     meta["loadavg_end"] = readf("/proc/loadavg")
     meta["duration_s"] = time.time() - t_start
-    md = report(meta, results, conts, wls, hpm_note, a.out, a.name)
+    md = report(meta, results, conts, wls, hpm_note, a.out, a.name, check=check, tol=a.rank_tolerance)
     print()
     print(md)
     print("bench: wrote %s/%s.{md,json,svg}" % (os.path.relpath(a.out, os.getcwd()), a.name))

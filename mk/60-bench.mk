@@ -3,18 +3,23 @@
 # workload (bench/workloads/, bench/malloc-small.c, real programs) under
 # glibc hugetlb 0/1/2, hpmalloc 0/1/2, jemalloc (and thp:always), mimalloc
 # (and large pages) and tcmalloc, interleaved, through the launcher
-# bench/workloads/hpb-run.c; writes bench/results/latest.{md,json,svg}.
-# The full run then runs bench-stride.  See bench/README.md.
-#   make bench                  full: about 45-60 minutes on the project's machine
-#   make bench QUICK=1          short sizes, no 7zz, no stride: a few minutes
+# bench/workloads/hpb-run.c; the TLB group warm and cold, the others warm
+# (bench/memstate.py), then the TLB group again with another seed to check
+# that its ranking does not depend on the order (SEED_CHECK=0 skips that);
+# writes bench/results/latest.{md,json,svg}.  The full run then runs
+# bench-stride.  See bench/README.md.
+#   make bench                  full: about 2.5 hours on the project's machine
+#   make bench QUICK=1          short sizes, no 7zz, no stride
 #   make bench REPS=5 BENCH_CONTENDERS=glibc-h0,hpm-h1 BENCH_WORKLOADS=tlb,xz BENCH_OUT=/tmp/r
-HPB_BINS := $(BUILD)/bench/hpb-run $(BUILD)/bench/small $(BUILD)/bench/tlb $(BUILD)/bench/libglibc-malloc.so
+#   make bench QUICK=1 BENCH_WORKLOADS=tlb TLB_STATES=cold SEED=7 SEED_CHECK=0
+HPB_BINS := $(BUILD)/bench/hpb-run $(BUILD)/bench/small $(BUILD)/bench/tlb $(BUILD)/bench/touch \
+  $(BUILD)/bench/libglibc-malloc.so
 
 $(BUILD)/bench/hpb-run: bench/workloads/hpb-run.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -o $@ $<
 
-$(BUILD)/bench/small $(BUILD)/bench/tlb: $(BUILD)/bench/%: bench/workloads/%.c bench/workloads/workload.h
+$(BUILD)/bench/small $(BUILD)/bench/tlb $(BUILD)/bench/touch: $(BUILD)/bench/%: bench/workloads/%.c bench/workloads/workload.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -fno-builtin-malloc -fno-builtin-free -o $@ $< -lpthread -lm
 
@@ -32,8 +37,21 @@ bench:
 	@$(MAKE) --no-print-directory bench-build
 	@python3 bench/run-bench.py --build $(BUILD) --reps $(or $(REPS),3) $(if $(QUICK),--quick) \
 	  $(if $(BENCH_CONTENDERS),--contenders $(BENCH_CONTENDERS)) $(if $(BENCH_WORKLOADS),--workloads $(BENCH_WORKLOADS)) \
-	  $(if $(BENCH_OUT),--out $(BENCH_OUT))
+	  $(if $(BENCH_OUT),--out $(BENCH_OUT)) $(if $(TLB_STATES),--tlb-states $(TLB_STATES)) \
+	  $(if $(BENCH_STATE),--state $(BENCH_STATE)) $(if $(SEED),--seed $(SEED)) \
+	  $(if $(filter 0,$(SEED_CHECK)),,--seed-check)
 	@$(if $(QUICK)$(BENCH_WORKLOADS)$(BENCH_CONTENDERS),true,$(MAKE) --no-print-directory bench-stride)
+
+# What a first touch costs per 2 MiB, base pages and THP, right after
+# another process freed the memory (warm) and once the balloon reported it
+# to the host (cold); the numbers behind the two memory states of make
+# bench.  Writes bench/results/firsttouch.{md,json}; see bench/README.md.
+#   make bench-firsttouch                 1 GiB probes, 3 repetitions, then the idle-time curve
+#   make bench-firsttouch FT_MIB=2048 REPS=5 FT_IDLE=0,2,4,8 BENCH_OUT=/tmp/r
+.PHONY: bench-firsttouch
+bench-firsttouch: $(BUILD)/bench/touch
+	@python3 bench/run-bench.py --firsttouch --build $(BUILD) --reps $(or $(REPS),3) --mib $(or $(FT_MIB),1024) \
+	  $(if $(FT_IDLE),--idle $(FT_IDLE)) $(if $(BENCH_OUT),--out $(BENCH_OUT))
 
 # Malloc microbenchmarks (not part of `make check`): bench/malloc-small.c
 # (single thread, LIFO and batch patterns) and bench/malloc-churn.c (two
