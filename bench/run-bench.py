@@ -45,6 +45,9 @@ LIBDIR = "/usr/lib/" + subprocess.run(["gcc", "-dumpmachine"], capture_output=Tr
 HP_SYS = "/sys/kernel/mm/hugepages"
 
 
+OPTIONAL_CONTENDERS = ("hpm-h1-pf",)  # run only when --contenders names them
+
+
 def contenders(build):
     lib = os.path.join(TOP, build, "lib", "libhpmalloc.so")
     je, mi, tc = (os.path.join(LIBDIR, n) for n in
@@ -57,6 +60,8 @@ def contenders(build):
         ("hpm-h0", "hpmalloc h0", lib, {"GLIBC_TUNABLES": t + "0"}),
         ("hpm-h1", "hpmalloc h1", lib, {"GLIBC_TUNABLES": t + "1"}),
         ("hpm-h2", "hpmalloc h2", lib, {"GLIBC_TUNABLES": t + "2"}),
+        # only when named (--contenders): hpmalloc.prefault, off by default (malloc/prefault.c)
+        ("hpm-h1-pf", "hpmalloc h1 prefault=4", lib, {"GLIBC_TUNABLES": t + "1:hpmalloc.prefault=4"}),
         ("je", "jemalloc", je, {}),
         ("je-thp", "jemalloc thp", je, {"MALLOC_CONF": "thp:always,metadata_thp:always"}),
         ("mi", "mimalloc", mi, {}),
@@ -933,6 +938,8 @@ def main():
     if a.contenders:
         want = a.contenders.split(",")
         conts = [c for c in conts if c[0] in want]
+    else:
+        conts = [c for c in conts if c[0] not in OPTIONAL_CONTENDERS]
     missing = [c for c in conts if c[2] and not os.path.exists(c[2])]
     for c in missing:
         print("bench: %s skipped: %s is not installed (bash build-aux/deps.sh bench)" % (c[1], c[2]))
