@@ -7,9 +7,11 @@
 HPM_DIR       := tools/hpm
 HPM_BIN       := $(BUILD)/bin/hpm
 HPM_TRACE_SO  := $(BUILD)/lib/libhpmtrace.so
-HPM_CFLAGS    := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -I$(HPM_DIR) $(CPPFLAGS) $(CFLAGS)
-HPM_SRCS      := $(filter-out $(HPM_DIR)/recorder.c,$(sort $(wildcard $(HPM_DIR)/*.c)))
-HPM_HDRS      := $(wildcard $(HPM_DIR)/*.h)
+HPM_CFLAGS    := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -I$(HPM_DIR) -Itunables -Isysdeps/generic $(CPPFLAGS) $(CFLAGS)
+# tunables/tunables.c is compiled in (a leaf of the library: no allocation,
+# no system call): hpm checks --tunables against the library's own table.
+HPM_SRCS      := $(filter-out $(HPM_DIR)/recorder.c,$(sort $(wildcard $(HPM_DIR)/*.c))) tunables/tunables.c
+HPM_HDRS      := $(wildcard $(HPM_DIR)/*.h) tunables/tunables.h
 HPM_TESTPROG  := $(BUILD)/tests/hpm/xthread
 HPM_UNIT      := $(BUILD)/tests/hpm/test_trace
 HPM_UNIT_ARGS := $(BUILD)/tests/hpm/test_args
