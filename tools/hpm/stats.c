@@ -151,7 +151,7 @@ void stats_ratio_ci(const double *num, int nn, const double *den, int nd, double
 static void three_digits(double v, const char *unit, char *buf, size_t n) {
   const char *sep = *unit ? " " : "";
   /* Messages and tables: truncation is harmless.  */
-  if (v >= 99.95 || v == floor(v))
+  if (v >= 99.95 || fabs(v - round(v)) <= 1e-9 * v)
     (void)snprintf(buf, n, "%.0f%s%s", v, sep, unit);
   else if (v >= 9.995)
     (void)snprintf(buf, n, "%.1f%s%s", v, sep, unit);
