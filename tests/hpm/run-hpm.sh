@@ -145,7 +145,11 @@ T "$HPM" reencode "$W/simple.hpmt" "$W/re.hpmt"
 check "a trace from the independent writer (mktrace.py) re-encodes byte-exact" cmp -s "$W/simple.hpmt" "$W/re.hpmt"
 check "mktrace simple: 21 events, 10 objects, peak 1045" test "$(T "$HPM" analyze --json "$W/simple.hpmt" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["events"], d["objects"], d["peak_live_bytes"])')" = "21 10 1045"
 T "$HPM" dump "$W/simple.hpmt" > "$W/simple.txt"
-check "dump: a header, the command line and one line per event (21)" test "$(sed -n 1p "$W/simple.txt" | cut -d' ' -f1-2)" = "version 1" -a "$(sed -n 2p "$W/simple.txt" | cut -c1-8)" = "cmdline:" -a "$(wc -l < "$W/simple.txt")" -eq 23
+check "dump: a header, the command line, the columns and one line per event (21)" test "$(sed -n 1p "$W/simple.txt" | cut -d' ' -f1-2)" = "version 1" -a "$(sed -n 2p "$W/simple.txt" | cut -c1-8)" = "cmdline:" -a "$(sed -n 3p "$W/simple.txt" | cut -c1-30)" = "# events in time order (ties i" -a "$(wc -l < "$W/simple.txt")" -eq 24
+# xthread's file holds three threads chunk by chunk: out of time order there
+T "$HPM" dump "$TRACES/xthread.hpmt" > "$W/xt-dump.txt"
+check "dump: events in time order (xthread: 3 threads, $(grep -c ' thread_start ' "$W/xt-dump.txt") started)" sh -c \
+  'awk "NR > 3 { if (\$2 + 0 < prev) bad++; prev = \$2 + 0; n++ } END { exit !(n == 40034 && bad == 0) }" "$1"' _ "$W/xt-dump.txt"
 check "dump: events as the writer wrote them (mktrace.py)" sh -c 'grep -qx "1 5 malloc size=100 arg=0 id=2 ref=0 dur=0" "$1" && grep -qx "1 200 free size=0 arg=0 id=0 ref=2 dur=0" "$1"' _ "$W/simple.txt"
 
 # --- bad input ------------------------------------------------------------------------
@@ -221,12 +225,28 @@ else
 fi
 
 # --- analyze, compare, tune, tlbcost ---------------------------------------------------------
-T "$HPM" analyze "$W/xt.hpmt" --svg "$W/svg" > "$W/an.txt"
+T "$HPM" analyze "$W/xt.hpmt" --svg "$W/svg" > "$W/an.txt" 2> "$W/an.err"
 check "analyze text: sections present" test -n "$(grep 'size histogram' "$W/an.txt")" -a -n "$(grep 'lifetime histogram' "$W/an.txt")" -a -n "$(grep 'allocating thread' "$W/an.txt")" -a -n "$(grep 'peak live bytes' "$W/an.txt")"
+check "analyze text: bytes and times in units (the JSON keeps raw numbers)" sh -c \
+  'grep -Eq "^peak live bytes: [0-9.]+ (B|KiB|MiB|GiB) at [0-9.]+ (ns|µs|ms|s); total allocated [0-9.]+ (B|KiB|MiB|GiB);" "$1" &&
+   grep -Eq "^  1 KiB +[0-9]+ +[0-9.]+% +[0-9.]+ (B|KiB|MiB) +[0-9.]+%$" "$1"' _ "$W/an.txt"
+# Charts: listed as written, rendered by rsvg-convert, and read as a person
+# would (tests/hpm/check-svg.py: one unit per axis, 1-2-5 or log ticks,
+# the peak inside the plot, which way is better).
+peak=$(jget "$W/xt.json" 'd["peak_live_bytes"]')
 for s in live_bytes sizes lifetimes; do
-  check "analyze --svg: $s.svg" test -n "$(grep -l '</svg>' "$W/svg/$s.svg" 2>/dev/null)"
+  check "analyze --svg: says it wrote $s.svg" grep -qx "hpm analyze: wrote $W/svg/$s.svg" "$W/an.err"
+  check "analyze --svg: $s.svg renders (rsvg-convert)" rsvg-convert "$W/svg/$s.svg" -o "$W/svg/$s.png"
+  extra=; [ $s = live_bytes ] && extra="--peak $peak"
+  check "analyze --svg: $s.svg readable (round ticks, units${extra:+, the peak inside})" $PY "$ROOT/tests/hpm/check-svg.py" "$W/svg/$s.svg" $extra
 done
-T "$HPM" compare "$TRACES/xthread.hpmt" --reps 2 --min-time 0 --touch first --json --svg "$W/cmp.svg" > "$W/cmp.json"
+check "analyze --svg: sizes.svg on a log size axis, objects and bytes in panels of their own" sh -c \
+  'grep -q "request size (log scale" "$1" && grep -q ">Objects allocated" "$1" && grep -q ">Bytes requested" "$1"' _ "$W/svg/sizes.svg"
+T "$HPM" compare "$TRACES/xthread.hpmt" --reps 2 --min-time 0 --touch first --json --svg "$W/cmp.svg" > "$W/cmp.json" 2> "$W/cmp.err"
+check "compare --svg: says it wrote the chart" grep -qx "hpm compare: wrote $W/cmp.svg" "$W/cmp.err"
+check "compare --svg: renders (rsvg-convert)" rsvg-convert "$W/cmp.svg" -o "$W/cmp.png"
+check "compare --svg: four panels (time ratio, RSS, coverage, TLB walks), each saying which way is better" \
+  $PY "$ROOT/tests/hpm/check-svg.py" "$W/cmp.svg" --panels 4
 check "compare: 4 configurations, 2 runs each, medians" test "$(jget "$W/cmp.json" \
   'int(len(d["configs"]) == 4 and all(len(c["runs"]) == 2 and "hugepage_coverage" in c["median"] and "tlb_misses" in c["median"] for c in d["configs"]))')" = 1
 check "compare: hpmalloc with hugetlb=1 and glibc in the table" test "$(jget "$W/cmp.json" \
@@ -259,7 +279,7 @@ check "compare --min-time 0.03: same run count everywhere, each >= 3 runs and >=
 check "compare JSON: metric cpu, a 95% CI around each speed-up" test "$(jget "$W/cs.json" \
   'int(d["metric"] == "cpu_s" and not d["partial"] and all(c["speedup_ci95"][0] <= c["speedup"] <= c["speedup_ci95"][1] for c in d["configs"]))')" = 1
 T "$HPM" compare "$TRACES/sort.hpmt" --touch none --reps 3 --min-time 0 --metric wall > "$W/cw.txt"
-check "compare text: names the metric, spread and CI" sh -c 'grep -q "median wall time over each" "$1" && grep -q "speed-up (wall)" "$1" && grep -Eq "^hpmalloc +3 +[0-9.]+ [mµ]?s \[[0-9.]+-[0-9.]+ [mµ]?s\] +[0-9.]+x \[[0-9.]+-[0-9.]+\]" "$1"' _ "$W/cw.txt"
+check "compare text: names the metric, spread and CI" sh -c 'grep -q "median wall time over each" "$1" && grep -q "speed-up (wall)" "$1" && grep -Eq "^hpmalloc +3 +[0-9.]+ [mµ]?s \[[0-9.]+( [mµ]?s)?-[0-9.]+ [mµ]?s\] +[0-9.]+x \[[0-9.]+-[0-9.]+\]" "$1"' _ "$W/cw.txt"
 # Tunables reach only the allocators that read them.
 if [ -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ] || [ -e /usr/lib/libjemalloc.so.2 ]; then
   T "$HPM" compare "$TRACES/sort.hpmt" --allocators glibc,jemalloc --tunables -,glibc.malloc.hugetlb=1:malloc.mxfast=0 \

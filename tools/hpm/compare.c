@@ -325,36 +325,42 @@ static void print_json(const struct compare_opts *o, int partial) {
   printf("]}\n");
 }
 
+/* The chart: one panel per quantity, a bar per configuration.  */
 static int write_svg(const struct compare_opts *o) {
   const struct config *cfg = o->list.cfg;
+  enum metric m = metric_choice[o->metric];
   int n = o->list.n;
-  /* Groups: metrics relative to the first configuration; series: configurations.  */
-  static const int idx[] = { M_WALL, M_CPU, M_PEAK_RSS, M_TLB, M_TLB_CYCLES };
-  const char *labels[] = { "wall time",         "CPU time",           "peak RSS",
-                           "TLB walks (model)", "TLB cycles (model)", "huge-page coverage" };
-  int ng = 6;
-  double *v = calloc((size_t)ng * (size_t)n, sizeof *v);
-  const char **ser = calloc((size_t)n, sizeof *ser);
-  if (!v || !ser) {
-    free(v);
-    free(ser);
-    return -1;
-  }
+  double time[MAX_CONFIGS], lo[MAX_CONFIGS], hi[MAX_CONFIGS], rss[MAX_CONFIGS], cov[MAX_CONFIGS], tlb[MAX_CONFIGS];
+  const char *labels[MAX_CONFIGS];
   for (int c = 0; c < n; c++) {
-    ser[c] = cfg[c].label;
-    for (int g = 0; g < 5; g++) {
-      double base = cfg[0].med[idx[g]];
-      v[g * n + c] = base > 0 ? cfg[c].med[idx[g]] / base : 0;
-    }
-    v[5 * n + c] = cfg[c].med[M_COVERAGE];
+    struct verdict v = { 1, 1, 1, 1 };
+    if (c && cfg[c].runs && cfg[0].runs) compare_configs(&cfg[c], &cfg[0], m, &v); /* c / base: lower is better */
+    time[c] = v.ratio;
+    lo[c] = v.lo;
+    hi[c] = v.hi;
+    rss[c] = cfg[c].med[M_PEAK_RSS] * 1024;
+    cov[c] = cfg[c].med[M_COVERAGE] * 100;
+    tlb[c] = cfg[c].med[M_TLB];
+    labels[c] = cfg[c].label;
   }
-  char title[512];
-  (void)snprintf(title, sizeof title, "hpm compare %.200s (relative to %.200s; coverage absolute)", o->file,
-                 cfg[0].label);
-  int rc = svg_bars(o->svg, title, labels, ng, ser, n, v, "");
-  free(v);
-  free(ser);
-  return rc;
+  char sub[700], t1[400], a1[400];
+  /* titles: truncation is harmless */
+  (void)snprintf(sub, sizeof sub, "%.400s: medians of %d interleaved runs per configuration", o->file, cfg[0].runs);
+  (void)snprintf(t1, sizeof t1, "%s relative to %.200s (median, 95%% CI; lower is better)",
+                 m == M_CPU ? "CPU time" : "Wall time", cfg[0].label);
+  (void)snprintf(a1, sizeof a1, "%s / %.200s's (1 = as fast; 0.5 = twice as fast)",
+                 m == M_CPU ? "CPU time (user + sys)" : "wall time", cfg[0].label);
+  int tlb_log = svg_spans_decades(tlb, n);
+  const struct svg_hpanel p[] = {
+    { t1, a1, SVG_RATIO, 0, time, lo, hi, 1 },
+    { "Peak RSS growth (lower is better)", "bytes over the replayer's own", SVG_BYTES, 0, rss, NULL, NULL, -1 },
+    { "Huge-page coverage of the live heap at its peak (higher is better)", "share of its resident bytes on huge pages",
+      SVG_PERCENT, 0, cov, NULL, NULL, -1 },
+    { tlb_log ? "TLB page walks, modelled (log scale; lower is better)" : "TLB page walks, modelled (lower is better)",
+      "page walks in the TLB model", SVG_COUNT, tlb_log, tlb, NULL, NULL, -1 },
+  };
+  struct svg_text t = { "hpm compare", sub, NULL };
+  return svg_hbars(o->svg, &t, labels, n, p, 4);
 }
 
 /* Returns 0, or 1 when the SVG could not be written.  */
