@@ -345,6 +345,9 @@ check "compare, Ctrl-C: no replay reported as failed" test ! -s "$W/int.err"
 interrupt hpm "$HPM" compare "$TRACES/sort.hpmt" --touch none --min-time 60; rc=$?
 check "compare, SIGINT to hpm alone: exit $rc, the table marked PARTIAL" sh -c \
   'test $1 -eq 130 && grep -q "PARTIAL: interrupted" "$2" && grep -Eq "^hpmalloc +[1-9]" "$2"' _ $rc "$W/int.out"
+interrupt group "$HPM" replay "$TRACES/sort.hpmt" --touch none --min-time 60; rc=$?
+check "replay, Ctrl-C: exit $rc, the runs finished, marked PARTIAL" sh -c \
+  'test $1 -eq 130 && grep -Eq "^[1-9][0-9]* runs? .*PARTIAL: interrupted" "$2" && grep -q "^wall time" "$2"' _ $rc "$W/int.out"
 interrupt group "$HPM" tune "$TRACES/sort.hpmt" --touch none --min-time 60; rc=$?
 check "tune, Ctrl-C: exit $rc, PARTIAL and no recommendation" sh -c \
   'test $1 -eq 130 && grep -q "^PARTIAL: interrupted after [0-9]* runs" "$2" && ! grep -q "^recommended" "$2"' _ $rc "$W/int.out"

@@ -179,6 +179,7 @@ static void report_head(const struct tuner *t) {
     printf("NULL TEST: every candidate runs with the best so far's tunables, so every difference is noise\n");
   printf("\n  %-38s %-26s %-26s %-18s %8s %7s\n", "candidate (on top of the best so far)", "median [range]",
          "best so far", "ratio [95% CI]", "p", "runs");
+  (void)fflush(stdout);
 }
 
 /* One decided step: CAND (named NAME) against CUR.  */
@@ -197,6 +198,7 @@ static void report_step(const struct tuner *t, const char *name, const struct co
          : v->p >= ALPHA             ? "noise"
          : v->ratio > 1.0 / MIN_GAIN ? "gain below 3%"
                                      : "");
+  (void)fflush(stdout); /* as it is decided, into a pipe or a file too; errors show at exit */
 }
 
 /* Is CAND better than CUR beyond the noise (V filled)?  */
