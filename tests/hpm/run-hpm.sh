@@ -70,7 +70,7 @@ check "python3 output unchanged under the recorder" test "$expect" = "$got"
 # the recorder's fatal-signal handlers stay invisible: python3 installs its
 # own SIGINT handler (KeyboardInterrupt) as it does without the recorder
 sigprog='import signal; print([signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)])'
-expect=$($PY -c "$sigprog")
+expect=$(T $PY -c "$sigprog")  # through timeout too: it resets an ignored SIGINT/SIGHUP (make check run with nohup or &)
 got=$(cd "$W" && T "$HPM" record -q -o sig.hpmt -- $PY -c "$sigprog")
 check "signal dispositions unchanged under the recorder ($got)" test "$expect" = "$got"
 T "$HPM" analyze --json "$W/py.hpmt" > "$W/py.json"
