@@ -12,9 +12,10 @@ set -u
 what=${1:-check}
 case "$what" in
   # scdoc builds the man pages and man-db renders them (check-install);
-  # dpkg-dev, debhelper and lintian build and check the packages (check-deb).
+  # dpkg-dev, debhelper and lintian build and check the packages (check-deb);
+  # librsvg2-bin (rsvg-convert) renders hpm's SVG charts (check-hpm).
   check) pkgs="gcc make pkg-config libcriterion-dev valgrind glibc-source xz-utils python3 perl coreutils
-               scdoc man-db dpkg-dev debhelper lintian" ;;
+               scdoc man-db dpkg-dev debhelper lintian librsvg2-bin" ;;
   deb) pkgs="gcc make dpkg-dev debhelper scdoc lintian valgrind" ;;
   demo) pkgs="gcc make" ;;
   bench) pkgs="libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev 7zip xz-utils hyperfine sqlite3 python3 redis-tools" ;;

@@ -161,6 +161,31 @@ static void verbose_line(void) {
   if (n > 0) hp_os_write_err(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 
+/* Where an ignored tunable entry came from, for verbose_ignored.  */
+struct tunables_source {
+  const char *name; /* before " entry": "GLIBC_TUNABLES"; NULL for an alias */
+};
+static struct tunables_source builtin_source = { "hpmalloc_default_tunables" }, env_source = { "GLIBC_TUNABLES" };
+
+/* hpmalloc.verbose: one line for each tunable entry start-up ignored,
+   with why (CTX: its tunables_source).  */
+static void verbose_ignored(void *ctx, const struct hp_tunable_issue *is) {
+  const struct tunables_source *src = ctx;
+  const char *name = is->alias ? NULL : src->name;
+  char what[200], buf[300];
+  hp_tunable_describe(is, what, sizeof what);
+  int n = snprintf(buf, sizeof buf, "hpmalloc: ignored %s%s%s\n", name ? name : "", name ? " entry " : "", what);
+  if (n > 0) hp_os_write_err(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
+/* The mode line, then every entry of the built-in string and of the
+   environment (unless AT_SECURE made start-up ignore it) left out.  */
+static void verbose_lines(void) {
+  verbose_line();
+  if (&hpmalloc_default_tunables) hp_tunables_check_string(hpmalloc_default_tunables, verbose_ignored, &builtin_source);
+  if (!hp_os_secure()) hp_tunables_check_env(hp_os_environ(), verbose_ignored, &env_source);
+}
+
 static bool verbose;
 static bool stats_at_exit;
 
@@ -196,7 +221,7 @@ void hp_init_slow(void) {
     init_phase1();
     atomic_store_explicit(&hp_initialized, 2, memory_order_release);
     arena_fork_setup();
-    if (verbose) verbose_line();
+    if (verbose) verbose_lines();
     if (stats_at_exit && atexit(report_at_exit) != 0) { /* may allocate: phase 2 */
       static const char msg[] = "hpmalloc: hpmalloc.stats: cannot print the statistics at exit (atexit failed)\n";
       hp_os_write_err(msg, sizeof msg - 1);

@@ -7,12 +7,15 @@
 HPM_DIR       := tools/hpm
 HPM_BIN       := $(BUILD)/bin/hpm
 HPM_TRACE_SO  := $(BUILD)/lib/libhpmtrace.so
-HPM_CFLAGS    := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -I$(HPM_DIR) $(CPPFLAGS) $(CFLAGS)
-HPM_SRCS      := $(filter-out $(HPM_DIR)/recorder.c,$(sort $(wildcard $(HPM_DIR)/*.c)))
-HPM_HDRS      := $(wildcard $(HPM_DIR)/*.h)
+HPM_CFLAGS    := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -I$(HPM_DIR) -Itunables -Isysdeps/generic $(CPPFLAGS) $(CFLAGS)
+# tunables/tunables.c is compiled in (a leaf of the library: no allocation,
+# no system call): hpm checks --tunables against the library's own table.
+HPM_SRCS      := $(filter-out $(HPM_DIR)/recorder.c,$(sort $(wildcard $(HPM_DIR)/*.c))) tunables/tunables.c
+HPM_HDRS      := $(wildcard $(HPM_DIR)/*.h) tunables/tunables.h
 HPM_TESTPROG  := $(BUILD)/tests/hpm/xthread
 HPM_UNIT      := $(BUILD)/tests/hpm/test_trace
 HPM_UNIT_ARGS := $(BUILD)/tests/hpm/test_args
+HPM_UNIT_STATS := $(BUILD)/tests/hpm/test_stats
 
 # Installed, hpm finds its recorder, the allocator and FORMAT.md relative
 # to its own directory (so a DESTDIR or moved tree works): the paths from
@@ -45,7 +48,8 @@ $(HPM_TESTPROG): tests/hpm/xthread.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -g -fno-builtin -Wall -Wextra -D_GNU_SOURCE -o $@ $< -lpthread
 
-# Criterion tests of the trace codec and of the command-line parser.
+# Criterion tests of the trace codec, the command-line parser and the
+# statistics.
 $(HPM_UNIT): tests/hpm/test_trace.c $(HPM_DIR)/trace.c $(HPM_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(HPM_CFLAGS) -o $@ $< $(HPM_DIR)/trace.c -lcriterion
@@ -54,12 +58,17 @@ $(HPM_UNIT_ARGS): tests/hpm/test_args.c $(HPM_DIR)/args.c $(HPM_DIR)/util.c $(HP
 	@mkdir -p $(dir $@)
 	$(CC) $(HPM_CFLAGS) -o $@ $< $(HPM_DIR)/args.c $(HPM_DIR)/util.c -lcriterion
 
+$(HPM_UNIT_STATS): tests/hpm/test_stats.c $(HPM_DIR)/stats.c $(HPM_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(HPM_CFLAGS) -o $@ $< $(HPM_DIR)/stats.c -lcriterion -lm
+
 .PHONY: hpm-bins check-hpm
 hpm-bins: $(HPM_BIN) $(HPM_TRACE_SO)
 all: hpm-bins
 
-check-hpm: hpm-bins $(LIB_SO) $(HPM_TESTPROG) $(HPM_UNIT) $(HPM_UNIT_ARGS)
-	@$(HPM_UNIT) --jobs=2 && $(HPM_UNIT_ARGS) --jobs=2 && BUILD=$(BUILD) bash tests/hpm/run-hpm.sh
+check-hpm: hpm-bins $(LIB_SO) $(HPM_TESTPROG) $(HPM_UNIT) $(HPM_UNIT_ARGS) $(HPM_UNIT_STATS)
+	@$(HPM_UNIT) --jobs=2 && $(HPM_UNIT_ARGS) --jobs=2 && $(HPM_UNIT_STATS) --jobs=2 && \
+	  BUILD=$(BUILD) bash tests/hpm/run-hpm.sh
 
 CHECK_TARGETS += check-hpm
 

@@ -166,11 +166,18 @@ static inline int hp_in_range(const struct hp_tunable_desc *d, uint64_t v) {
   return v >= d->min && v <= d->max;
 }
 
+/* Parse value text for tunable `id` into *n.  Returns -1 if it is valid,
+   else why it is ignored (HP_TP_MALFORMED, HP_TP_RANGE).  */
+static int hp_value_problem(int id, const char *v, size_t len, uint64_t *n) {
+  if (!hp_parse_number(v, len, n)) return HP_TP_MALFORMED;
+  return hp_in_range(&hp_tunable_table[id], *n) ? -1 : HP_TP_RANGE;
+}
+
 /* Parse value text for tunable `id` and store it if valid.  Returns 1 if
    the value was taken, 0 if it was ignored.  */
 static int hp_set_from_text(struct hp_tunable_values *out, int id, const char *v, size_t len) {
   uint64_t n;
-  if (!hp_parse_number(v, len, &n) || !hp_in_range(&hp_tunable_table[id], n)) return 0;
+  if (hp_value_problem(id, v, len, &n) >= 0) return 0;
   out->val[id] = n;
   out->set_mask |= (uint32_t)1 << id;
   return 1;
@@ -191,29 +198,123 @@ int hp_tunable_lookup(const char *name, size_t len) {
 
 /* ------------------------------------------------------------ GLIBC_TUNABLES */
 
-/* Apply one "name=value" whose name is s[0..nlen) and value v[0..vlen).  */
-static inline void hp_apply_entry(struct hp_tunable_values *out, const char *s, size_t nlen, const char *v,
-                                  size_t vlen) {
-  int id = hp_tunable_lookup(s, nlen);
-  if (id >= 0) hp_set_from_text(out, id, v, vlen);
+/* The namespaces of glibc's own tunables other than glibc.malloc (2.36 to
+   2.42): entries there are glibc's business, neither applied nor
+   reported.  */
+static const char *const glibc_other[] = { "glibc.cpu.", "glibc.elision.", "glibc.gmon.",
+                                           "glibc.mem.", "glibc.pthread.", "glibc.rtld." };
+
+static int hp_glibc_other(const char *s, size_t len) {
+  for (size_t i = 0; i < sizeof glibc_other / sizeof glibc_other[0]; i++)
+    if (hp_has_prefix(s, len, glibc_other[i])) return 1;
+  return 0;
 }
 
-void hp_tunables_apply_string(struct hp_tunable_values *out, const char *s) {
-  if (out == NULL || s == NULL) return;
+/* Levenshtein distance of a[0..la) and the NUL-terminated b, or 99 when
+   either is longer than 63 bytes.  */
+static int hp_edits(const char *a, size_t la, const char *b) {
+  int row[64];
+  size_t lb = hp_span_to(b, '\0');
+  if (la > 63 || lb > 63) return 99;
+  for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
+  for (size_t i = 1; i <= la; i++) {
+    int diag = row[0];
+    row[0] = (int)i;
+    for (size_t j = 1; j <= lb; j++) {
+      int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best) best = up + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      diag = up;
+      row[j] = best;
+    }
+  }
+  return row[lb];
+}
+
+/* The row nearest the unknown name s[0..len): compared with each full
+   name, with the short form when s starts "malloc.", and with the last
+   part ("hugetlb") when s has no '.'.  -1 when none is within 2 edits.  */
+static int hp_suggest(const char *s, size_t len) {
+  int best = -1, best_d = 3, dotted = 0;
+  for (size_t i = 0; i < len; i++) dotted |= s[i] == '.';
+  for (int id = 0; id < HP_T_COUNT; id++) {
+    const char *full = hp_tunable_table[id].name, *last = full;
+    for (const char *p = full; *p != '\0'; p++)
+      if (*p == '.') last = p + 1;
+    int d = hp_edits(s, len, full);
+    if (hp_has_prefix(s, len, short_prefix) && hp_has_prefix(full, sizeof glibc_prefix - 1, glibc_prefix)) {
+      int ds = hp_edits(s, len, full + sizeof glibc_prefix - 1);
+      if (ds < d) d = ds;
+    }
+    if (!dotted) {
+      int dl = hp_edits(s, len, last);
+      if (dl < d) d = dl;
+    }
+    if (d < best_d) {
+      best_d = d;
+      best = id;
+    }
+  }
+  return best;
+}
+
+/* One "name=value" entry: name s[0..nlen), value v[0..vlen) (v NULL: no
+   '=').  Applied to OUT when it is valid and OUT is given; otherwise
+   reported to REPORT when it is given.  Returns 1 if it was ignored.  */
+static int hp_entry(struct hp_tunable_values *out, const char *s, size_t nlen, const char *v, size_t vlen,
+                    hp_tunable_report_fn *report, void *ctx) {
+  int id = hp_tunable_lookup(s, nlen);
+  struct hp_tunable_issue is = { HP_TP_UNKNOWN, 0, s, v ? (size_t)(v + vlen - s) : nlen, id, -1 };
+  uint64_t n;
+  if (v == NULL)
+    is.problem = HP_TP_NO_VALUE;
+  else if (id < 0 && hp_glibc_other(s, nlen))
+    return 0;
+  else if (id < 0)
+    is.suggest = hp_suggest(s, nlen);
+  else {
+    int why = hp_value_problem(id, v, vlen, &n);
+    if (why < 0) {
+      if (out != NULL) {
+        out->val[id] = n;
+        out->set_mask |= (uint32_t)1 << id;
+      }
+      return 0;
+    }
+    is.problem = (enum hp_tunable_problem)why;
+  }
+  if (report != NULL) report(ctx, &is);
+  return 1;
+}
+
+/* Walk s entry by entry with glibc's rules (tunables.h), each through
+   hp_entry.  Returns how many entries were ignored.  */
+static int hp_walk_string(struct hp_tunable_values *out, const char *s, hp_tunable_report_fn *report, void *ctx) {
+  int ignored = 0;
+  if (s == NULL) return 0;
   for (;;) {
     size_t nlen = 0;
     while (s[nlen] != '\0' && s[nlen] != '=' && s[nlen] != ':') nlen++;
-    if (s[nlen] == '\0') return; /* a trailing name with no '=' ends it */
-    if (s[nlen] == ':') {
-      s += nlen + 1; /* a name with no value: skip it */
+    if (s[nlen] != '=') { /* a name with no value: skipped; at the end it ends the parse */
+      if (nlen > 0) ignored += hp_entry(out, s, nlen, NULL, 0, report, ctx);
+      if (s[nlen] == '\0') return ignored;
+      s += nlen + 1;
       continue;
     }
     const char *v = s + nlen + 1;
     size_t vlen = hp_span_to(v, ':');
-    hp_apply_entry(out, s, nlen, v, vlen);
-    if (v[vlen] == '\0') return;
+    ignored += hp_entry(out, s, nlen, v, vlen, report, ctx);
+    if (v[vlen] == '\0') return ignored;
     s = v + vlen + 1;
   }
+}
+
+void hp_tunables_apply_string(struct hp_tunable_values *out, const char *s) {
+  if (out != NULL) hp_walk_string(out, s, NULL, NULL);
+}
+
+int hp_tunables_check_string(const char *s, hp_tunable_report_fn *report, void *ctx) {
+  return hp_walk_string(NULL, s, report, ctx);
 }
 
 /* ------------------------------------------------------------ environment */
@@ -252,6 +353,93 @@ static void hp_apply_tunables_env(struct hp_tunable_values *out, char *const *en
     const char *v = hp_env_split(*envp, &nlen);
     if (v != NULL && hp_str_eq(tunables_env, *envp, nlen)) hp_tunables_apply_string(out, v);
   }
+}
+
+int hp_tunables_check_env(char *const *envp, hp_tunable_report_fn *report, void *ctx) {
+  int ignored = 0;
+  for (; envp != NULL && *envp != NULL; envp++) {
+    size_t nlen;
+    const char *v = hp_env_split(*envp, &nlen);
+    if (v == NULL) continue;
+    if (hp_str_eq(tunables_env, *envp, nlen)) {
+      ignored += hp_tunables_check_string(v, report, ctx);
+      continue;
+    }
+    int id = hp_alias_lookup(*envp, nlen);
+    uint64_t n;
+    size_t vlen = hp_span_to(v, '\0');
+    int why = id >= 0 ? hp_value_problem(id, v, vlen, &n) : -1;
+    if (why < 0) continue;
+    struct hp_tunable_issue is = { (enum hp_tunable_problem)why, 1, *envp, nlen + 1 + vlen, id, -1 };
+    if (report != NULL) report(ctx, &is);
+    ignored++;
+  }
+  return ignored;
+}
+
+/* ------------------------------------------------------------ describing an issue */
+
+struct hp_out {
+  char *buf;
+  size_t n, len; /* capacity (> 0), bytes written */
+};
+
+static void hp_put(struct hp_out *o, const char *s, size_t len) {
+  for (size_t i = 0; i < len && o->len + 1 < o->n; i++) o->buf[o->len++] = s[i];
+  o->buf[o->len] = '\0';
+}
+
+static void hp_puts(struct hp_out *o, const char *s) { hp_put(o, s, hp_span_to(s, '\0')); }
+
+/* V in decimal; INT32 rows' values as signed numbers.  */
+static void hp_put_num(struct hp_out *o, uint64_t v, int as_signed) {
+  char d[24];
+  size_t k = sizeof d;
+  int negative = as_signed && (int64_t)v < 0;
+  uint64_t u = negative ? (uint64_t)0 - v : v;
+  do {
+    d[--k] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u != 0);
+  if (negative) d[--k] = '-';
+  hp_put(o, d + k, sizeof d - k);
+}
+
+static void hp_put_range(struct hp_out *o, const struct hp_tunable_desc *d) {
+  int sig = d->type == HP_TT_INT32;
+  if (!sig && d->max == HP_SZ_MAX) {
+    hp_puts(o, "at least ");
+    hp_put_num(o, d->min, 0);
+    return;
+  }
+  hp_put_num(o, d->min, sig);
+  hp_puts(o, " to ");
+  hp_put_num(o, d->max, sig);
+}
+
+size_t hp_tunable_describe(const struct hp_tunable_issue *is, char *buf, size_t n) {
+  if (buf == NULL || n == 0) return 0;
+  struct hp_out o = { buf, n, 0 };
+  buf[0] = '\0';
+  hp_put(&o, is->text, is->len);
+  switch (is->problem) {
+  case HP_TP_UNKNOWN:
+    hp_puts(&o, ": unknown tunable");
+    if (is->suggest >= 0) {
+      hp_puts(&o, " (did you mean ");
+      hp_puts(&o, hp_tunable_table[is->suggest].name);
+      hp_puts(&o, "?)");
+    }
+    break;
+  case HP_TP_NO_VALUE: hp_puts(&o, ": no value (expected NAME=VALUE)"); break;
+  case HP_TP_MALFORMED: hp_puts(&o, ": not a number (decimal, 0x hex or 0 octal)"); break;
+  case HP_TP_RANGE:
+    hp_puts(&o, ": out of range (");
+    hp_put_range(&o, &hp_tunable_table[is->id]);
+    hp_puts(&o, ")");
+    break;
+  }
+  return o.len;
 }
 
 void hp_tunables_parse(struct hp_tunable_values *out, const char *builtin, char *const *envp, int secure) {

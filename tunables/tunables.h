@@ -74,4 +74,42 @@ void hp_tunables_apply_string(struct hp_tunable_values *out, const char *s);
    Returns its id or -1.  */
 int hp_tunable_lookup(const char *name, size_t len);
 
+/* ---- checking: what the parser would ignore, and why ----
+   The parser stays silent, as glibc's is; these walk the same input and
+   name each entry it would skip, for `hpmalloc.verbose` and for hpm.
+   They allocate nothing and call only the REPORT function given.  */
+enum hp_tunable_problem {
+  HP_TP_UNKNOWN,   /* no such malloc tunable (glibc's other namespaces, glibc.cpu.* ..., are not checked) */
+  HP_TP_NO_VALUE,  /* a name without "=value" */
+  HP_TP_MALFORMED, /* the value is not one number */
+  HP_TP_RANGE,     /* a number outside the row's [min, max] */
+};
+
+struct hp_tunable_issue {
+  enum hp_tunable_problem problem;
+  int alias;        /* 1: an environment alias (MALLOC_TOP_PAD_=...), 0: a GLIBC_TUNABLES-syntax entry */
+  const char *text; /* the entry, "name=value", not NUL-terminated */
+  size_t len;       /* of text */
+  int id;           /* the row (MALFORMED, RANGE), else -1 */
+  int suggest;      /* UNKNOWN: the row whose name is at most 2 edits away, else -1 */
+};
+
+typedef void hp_tunable_report_fn(void *ctx, const struct hp_tunable_issue *issue);
+
+/* Walk S (GLIBC_TUNABLES syntax, may be NULL) as hp_tunables_apply_string
+   applies it, calling REPORT(CTX, issue) for each entry it ignores.
+   Returns how many it ignores.  */
+int hp_tunables_check_string(const char *s, hp_tunable_report_fn *report, void *ctx);
+
+/* The same for an environment: every GLIBC_TUNABLES variable's entries
+   and every alias whose value is ignored (a bad number or out of range).
+   Returns how many.  */
+int hp_tunables_check_env(char *const *envp, hp_tunable_report_fn *report, void *ctx);
+
+/* "glibc.malloc.perturb=300: out of range (0 to 255)", "garbage=1:
+   unknown tunable", "...: unknown tunable (did you mean
+   glibc.malloc.hugetlb?)": ISSUE in words, into BUF (N bytes, always
+   NUL-terminated, cut to fit).  Returns the length written.  */
+size_t hp_tunable_describe(const struct hp_tunable_issue *issue, char *buf, size_t n);
+
 #endif

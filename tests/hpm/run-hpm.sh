@@ -48,7 +48,7 @@ usage_error "replay --tlb without a value" "--tlb needs a value" replay "$TRACES
 usage_error "replay --tlb names the presets" "presets: skylake" replay "$TRACES/sort.hpmt" --tlb=nosuch
 usage_error "replay --max-memory not a size" "bad value for --max-memory: '1Q'" replay "$TRACES/sort.hpmt" --max-memory 1Q
 usage_error "tune --objective names the objectives" "(expected wall, cpu, rss or tlb)" tune "$TRACES/sort.hpmt" --objective x
-usage_error "compare --reps out of range" "(expected an integer from 1 to 51)" compare "$TRACES/sort.hpmt" --reps 52
+usage_error "compare --reps out of range" "(expected an integer from 1 to 200)" compare "$TRACES/sort.hpmt" --reps 201
 usage_error "compare: 33 configurations" "--config: at most 32 configurations" compare "$TRACES/sort.hpmt" \
   $(for i in $(seq 33); do echo --config glibc; done)
 usage_error "tlbcost --max below 4M" "bad value for --max: '1M' (expected a size in bytes from 4M to 64G" tlbcost --max 1M
@@ -70,7 +70,7 @@ check "python3 output unchanged under the recorder" test "$expect" = "$got"
 # the recorder's fatal-signal handlers stay invisible: python3 installs its
 # own SIGINT handler (KeyboardInterrupt) as it does without the recorder
 sigprog='import signal; print([signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)])'
-expect=$($PY -c "$sigprog")
+expect=$(T $PY -c "$sigprog")  # through timeout too: it resets an ignored SIGINT/SIGHUP (make check run with nohup or &)
 got=$(cd "$W" && T "$HPM" record -q -o sig.hpmt -- $PY -c "$sigprog")
 check "signal dispositions unchanged under the recorder ($got)" test "$expect" = "$got"
 T "$HPM" analyze --json "$W/py.hpmt" > "$W/py.json"
@@ -145,7 +145,11 @@ T "$HPM" reencode "$W/simple.hpmt" "$W/re.hpmt"
 check "a trace from the independent writer (mktrace.py) re-encodes byte-exact" cmp -s "$W/simple.hpmt" "$W/re.hpmt"
 check "mktrace simple: 21 events, 10 objects, peak 1045" test "$(T "$HPM" analyze --json "$W/simple.hpmt" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["events"], d["objects"], d["peak_live_bytes"])')" = "21 10 1045"
 T "$HPM" dump "$W/simple.hpmt" > "$W/simple.txt"
-check "dump: a header, the command line and one line per event (21)" test "$(sed -n 1p "$W/simple.txt" | cut -d' ' -f1-2)" = "version 1" -a "$(sed -n 2p "$W/simple.txt" | cut -c1-8)" = "cmdline:" -a "$(wc -l < "$W/simple.txt")" -eq 23
+check "dump: a header, the command line, the columns and one line per event (21)" test "$(sed -n 1p "$W/simple.txt" | cut -d' ' -f1-2)" = "version 1" -a "$(sed -n 2p "$W/simple.txt" | cut -c1-8)" = "cmdline:" -a "$(sed -n 3p "$W/simple.txt" | cut -c1-30)" = "# events in time order (ties i" -a "$(wc -l < "$W/simple.txt")" -eq 24
+# xthread's file holds three threads chunk by chunk: out of time order there
+T "$HPM" dump "$TRACES/xthread.hpmt" > "$W/xt-dump.txt"
+check "dump: events in time order (xthread: 3 threads, $(grep -c ' thread_start ' "$W/xt-dump.txt") started)" sh -c \
+  'awk "NR > 3 { if (\$2 + 0 < prev) bad++; prev = \$2 + 0; n++ } END { exit !(n == 40034 && bad == 0) }" "$1"' _ "$W/xt-dump.txt"
 check "dump: events as the writer wrote them (mktrace.py)" sh -c 'grep -qx "1 5 malloc size=100 arg=0 id=2 ref=0 dur=0" "$1" && grep -qx "1 200 free size=0 arg=0 id=0 ref=2 dur=0" "$1"' _ "$W/simple.txt"
 
 # --- bad input ------------------------------------------------------------------------
@@ -174,7 +178,7 @@ check "truncated: fewer events than the whole" test "$(echo "$out" | python3 -c 
 $MK header-only "$W/ho.hpmt"
 check "header-only trace: 0 events, exit 0" test "$(T "$HPM" analyze --json "$W/ho.hpmt" | python3 -c 'import json,sys; print(json.load(sys.stdin)["events"])')" = 0
 $MK unknown-free "$W/uf.hpmt"
-T "$HPM" replay --json "$W/uf.hpmt" > "$W/uf.json" 2> "$W/uf.err"
+T "$HPM" replay --min-time 0 --json "$W/uf.hpmt" > "$W/uf.json" 2> "$W/uf.err"
 check "frees of unknown objects: warning, replay of the rest" test $? -eq 0 -a -n "$(grep 'never allocated' "$W/uf.err")" -a "$(jget "$W/uf.json" 'd["ops"]')" = 2
 $MK huge-size "$W/hs.hpmt"
 out=$(T "$HPM" replay "$W/hs.hpmt" 2>&1); rc=$?
@@ -182,15 +186,15 @@ check "SIZE_MAX allocation: replay refuses (exit $rc)" test $rc -eq 1 -a -n "$(e
 
 # --- replay ---------------------------------------------------------------------------------
 for a in glibc hpmalloc; do
-  T "$HPM" replay "$W/xt.hpmt" --allocator $a --json > "$W/r-$a.json"; rc=$?
+  T "$HPM" replay "$W/xt.hpmt" --allocator $a --min-time 0 --json > "$W/r-$a.json"; rc=$?
   check "replay xthread under $a: exit 0" test $rc -eq 0
   check "replay xthread under $a: every op, none failed, JSON keys" test "$(jget "$W/r-$a.json" \
     'int(d["ops"] > 40000 and d["alloc_failures"] == 0 and d["threads"] >= 3 and all(k in d for k in ("wall_s","peak_rss_kb","peak_live_bytes","hugepage_coverage","hugepage_regions_1g","tlb_misses","ops")))')" = 1
   check "replay under $a: peak live bytes as analyze says" test "$(jget "$W/r-$a.json" 'd["peak_live_bytes"]')" = "$(jget "$W/xt.json" 'd["peak_live_bytes"]')"
 done
-T "$HPM" replay "$W/xt.hpmt" --threads serial --touch none --tlb zen3 --json > "$W/rs.json"
+T "$HPM" replay "$W/xt.hpmt" --threads serial --touch none --tlb zen3 --min-time 0 --json > "$W/rs.json"
 check "serial replay with touch none, zen3 model" test "$(jget "$W/rs.json" 'int(d["threads"] >= 3 and d["mode"] == "serial" and d["touch"] == "none" and d["tlb_model"] == "zen3")')" = 1
-T "$HPM" replay "$W/xt.hpmt" --tlb custom:l1=32/4,l1h=16/4,l2=512/8,walk=40 --json > /dev/null
+T "$HPM" replay "$W/xt.hpmt" --tlb custom:l1=32/4,l1h=16/4,l2=512/8,walk=40 --min-time 0 --json > /dev/null
 check "custom TLB geometry" test $? -eq 0
 T "$HPM" replay "$W/xt.hpmt" --tlb nosuch >/dev/null 2>&1
 check "unknown TLB preset fails" test $? -ne 0
@@ -212,7 +216,7 @@ check "custom 1G level with entries not divisible by ways fails" test $? -ne 0
 T "$HPM" replay "$W/xt.hpmt" --allocator /nonexistent.so >/dev/null 2>&1
 check "missing allocator fails" test $? -ne 0
 THP=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
-T "$HPM" replay "$TRACES/python3-malloc.hpmt" --allocator hpmalloc --tunables glibc.malloc.hugetlb=1 --touch full --json > "$W/rh.json"
+T "$HPM" replay "$TRACES/python3-malloc.hpmt" --allocator hpmalloc --tunables glibc.malloc.hugetlb=1 --touch full --min-time 0 --json > "$W/rh.json"
 if [ -n "$THP" ] && ! echo "$THP" | grep -q '\[never\]'; then
   check "hpmalloc hugetlb=1: coverage > 0.5 and fewer modelled walks than 4 KiB" test "$(jget "$W/rh.json" \
     'int(d["hugepage_coverage"] > 0.5 and d["tlb_misses"] < d["tlb_misses_4k"])')" = 1
@@ -221,21 +225,133 @@ else
 fi
 
 # --- analyze, compare, tune, tlbcost ---------------------------------------------------------
-T "$HPM" analyze "$W/xt.hpmt" --svg "$W/svg" > "$W/an.txt"
+T "$HPM" analyze "$W/xt.hpmt" --svg "$W/svg" > "$W/an.txt" 2> "$W/an.err"
 check "analyze text: sections present" test -n "$(grep 'size histogram' "$W/an.txt")" -a -n "$(grep 'lifetime histogram' "$W/an.txt")" -a -n "$(grep 'allocating thread' "$W/an.txt")" -a -n "$(grep 'peak live bytes' "$W/an.txt")"
+check "analyze text: bytes and times in units (the JSON keeps raw numbers)" sh -c \
+  'grep -Eq "^peak live bytes: [0-9.]+ (B|KiB|MiB|GiB) at [0-9.]+ (ns|µs|ms|s); total allocated [0-9.]+ (B|KiB|MiB|GiB);" "$1" &&
+   grep -Eq "^  1 KiB +[0-9]+ +[0-9.]+% +[0-9.]+ (B|KiB|MiB) +[0-9.]+%$" "$1"' _ "$W/an.txt"
+# Charts: listed as written, rendered by rsvg-convert, and read as a person
+# would (tests/hpm/check-svg.py: one unit per axis, 1-2-5 or log ticks,
+# the peak inside the plot, which way is better).
+peak=$(jget "$W/xt.json" 'd["peak_live_bytes"]')
 for s in live_bytes sizes lifetimes; do
-  check "analyze --svg: $s.svg" test -n "$(grep -l '</svg>' "$W/svg/$s.svg" 2>/dev/null)"
+  check "analyze --svg: says it wrote $s.svg" grep -qx "hpm analyze: wrote $W/svg/$s.svg" "$W/an.err"
+  check "analyze --svg: $s.svg renders (rsvg-convert)" rsvg-convert "$W/svg/$s.svg" -o "$W/svg/$s.png"
+  extra=; [ $s = live_bytes ] && extra="--peak $peak"
+  check "analyze --svg: $s.svg readable (round ticks, units${extra:+, the peak inside})" $PY "$ROOT/tests/hpm/check-svg.py" "$W/svg/$s.svg" $extra
 done
-T "$HPM" compare "$TRACES/xthread.hpmt" --reps 2 --touch first --json --svg "$W/cmp.svg" > "$W/cmp.json"
+check "analyze --svg: sizes.svg on a log size axis, objects and bytes in panels of their own" sh -c \
+  'grep -q "request size (log scale" "$1" && grep -q ">Objects allocated" "$1" && grep -q ">Bytes requested" "$1"' _ "$W/svg/sizes.svg"
+T "$HPM" compare "$TRACES/xthread.hpmt" --reps 2 --min-time 0 --touch first --json --svg "$W/cmp.svg" > "$W/cmp.json" 2> "$W/cmp.err"
+check "compare --svg: says it wrote the chart" grep -qx "hpm compare: wrote $W/cmp.svg" "$W/cmp.err"
+check "compare --svg: renders (rsvg-convert)" rsvg-convert "$W/cmp.svg" -o "$W/cmp.png"
+check "compare --svg: four panels (time ratio, RSS, coverage, TLB walks), each saying which way is better" \
+  $PY "$ROOT/tests/hpm/check-svg.py" "$W/cmp.svg" --panels 4
 check "compare: 4 configurations, 2 runs each, medians" test "$(jget "$W/cmp.json" \
   'int(len(d["configs"]) == 4 and all(len(c["runs"]) == 2 and "hugepage_coverage" in c["median"] and "tlb_misses" in c["median"] for c in d["configs"]))')" = 1
 check "compare: hpmalloc with hugetlb=1 and glibc in the table" test "$(jget "$W/cmp.json" \
   'int(any(c["allocator"] == "hpmalloc" and c["tunables"] == "glibc.malloc.hugetlb=1" for c in d["configs"]) and any(c["allocator"] == "glibc" and c["tunables"] == "" for c in d["configs"]))')" = 1
 check "compare --svg names every configuration" test "$(grep -c 'hpmalloc glibc.malloc.hugetlb=1' "$W/cmp.svg")" -ge 1
-T "$HPM" compare "$TRACES/sort.hpmt" --config glibc --config hpmalloc:glibc.malloc.hugetlb=1 --reps 1 > "$W/cmp.txt"
+T "$HPM" compare "$TRACES/sort.hpmt" --config glibc --config hpmalloc:glibc.malloc.hugetlb=1 --reps 1 --min-time 0 > "$W/cmp.txt"
 check "compare text table" test -n "$(grep '^hpmalloc glibc.malloc.hugetlb=1' "$W/cmp.txt")" -a -n "$(grep 'huge cov' "$W/cmp.txt")"
-T "$HPM" tune "$TRACES/sort.hpmt" --reps 1 --touch none > "$W/tune.txt"; rc=$?
-check "tune: exit 0, recommendation and the runs behind it" test $rc -eq 0 -a -n "$(grep '^recommended: GLIBC_TUNABLES=' "$W/tune.txt")" -a -n "$(grep -E '^[0-9]+ runs' "$W/tune.txt")" -a "$(grep -c 'glibc.malloc.arena_max' "$W/tune.txt")" -ge 3
+# One run per candidate cannot show anything beyond the noise (the test
+# needs 5): every step says so and nothing is recommended.
+T "$HPM" tune "$TRACES/sort.hpmt" --reps 1 --min-time 0 --touch none > "$W/tune.txt"; rc=$?
+check "tune --reps 1: exit 0, every candidate too few runs to tell, no change recommended" test $rc -eq 0 \
+  -a -n "$(grep '^no change recommended' "$W/tune.txt")" -a -n "$(grep -E '^[0-9]+ runs in' "$W/tune.txt")" \
+  -a "$(grep -c 'glibc.malloc.arena_max=.*too few runs to tell' "$W/tune.txt")" -eq 3 \
+  -a -z "$(grep '^recommended:' "$W/tune.txt")"
+# --- honest statistics ------------------------------------------------------------------------
+# replay repeats until the runs total --min-time (and --reps): wall and CPU
+# time as median [min-max]; JSON: every run's times.
+T "$HPM" replay "$TRACES/sort.hpmt" --touch none --reps 3 --min-time 0.05 --json > "$W/rr.json"
+check "replay --reps 3 --min-time 0.05: >= 3 runs totalling >= 0.05 s (or 200), min <= median <= max" \
+  test "$(jget "$W/rr.json" 'int(d["runs"] >= 3 and len(d["wall_s_all"]) == d["runs"] and (sum(d["wall_s_all"]) >= 0.05 or d["runs"] == 200) and d["wall_s_min"] <= d["wall_s_median"] <= d["wall_s_max"] and d["cpu_s_min"] <= d["cpu_s_median"] <= d["cpu_s_max"])')" = 1
+T "$HPM" replay "$TRACES/sort.hpmt" --touch none --reps 4 --min-time 0 > "$W/rr.txt"
+check "replay text: the runs, median [min-max], the metric named" sh -c \
+  'grep -q "^4 runs (at least 4" "$1" && grep -Eq "^wall time +[0-9.]+ [mµ]?s \[" "$1" && grep -Eq "^CPU time +[0-9.]+ [mµ]?s \[" "$1"' _ "$W/rr.txt"
+check "replay text: bytes in units (peak RSS growth in KiB/MiB)" grep -Eq "^peak RSS growth +[0-9.]+ (B|KiB|MiB)$" "$W/rr.txt"
+# compare: interleaved, every configuration as many runs, >= --min-time each,
+# the metric named, a confidence interval for every speed-up.
+T "$HPM" compare "$TRACES/sort.hpmt" --touch none --reps 3 --min-time 0.03 --json > "$W/cs.json"
+check "compare --min-time 0.03: same run count everywhere, each >= 3 runs and >= 0.03 s" test "$(jget "$W/cs.json" \
+  'int(len(set(len(c["runs"]) for c in d["configs"])) == 1 and all(len(c["runs"]) >= 3 and (sum(r["wall_s"] for r in c["runs"]) >= 0.03 or len(c["runs"]) == 200) for c in d["configs"]))')" = 1
+check "compare JSON: metric cpu, a 95% CI around each speed-up" test "$(jget "$W/cs.json" \
+  'int(d["metric"] == "cpu_s" and not d["partial"] and all(c["speedup_ci95"][0] <= c["speedup"] <= c["speedup_ci95"][1] for c in d["configs"]))')" = 1
+T "$HPM" compare "$TRACES/sort.hpmt" --touch none --reps 3 --min-time 0 --metric wall > "$W/cw.txt"
+check "compare text: names the metric, spread and CI" sh -c 'grep -q "median wall time over each" "$1" && grep -q "speed-up (wall)" "$1" && grep -Eq "^hpmalloc +3 +[0-9.]+ [mµ]?s \[[0-9.]+( [mµ]?s)?-[0-9.]+ [mµ]?s\] +[0-9.]+x \[[0-9.]+-[0-9.]+\]" "$1"' _ "$W/cw.txt"
+# Tunables reach only the allocators that read them.
+if [ -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ] || [ -e /usr/lib/libjemalloc.so.2 ]; then
+  T "$HPM" compare "$TRACES/sort.hpmt" --allocators glibc,jemalloc --tunables -,glibc.malloc.hugetlb=1:malloc.mxfast=0 \
+    --touch none --reps 1 --min-time 0 --json > "$W/cj.json"
+  check "compare: jemalloc run once, the tunables it does not read not applied and said so" test "$(jget "$W/cj.json" \
+    'int([(c["allocator"], c["tunables"]) for c in d["configs"]] == [("glibc", ""), ("glibc", "glibc.malloc.hugetlb=1"), ("jemalloc", "")] and d["configs"][2]["not_applied"] == "glibc.malloc.hugetlb=1:malloc.mxfast=0" and d["configs"][1]["not_applied"] == "malloc.mxfast=0" and "jemalloc reads no GLIBC_TUNABLES" in d["configs"][2]["note"])')" = 1
+  T "$HPM" compare "$TRACES/sort.hpmt" --config jemalloc:glibc.malloc.hugetlb=1 --touch none --reps 1 --min-time 0 > "$W/cj.txt"
+  check "compare: the jemalloc row says glibc.malloc.hugetlb=1 was not applied" grep -q "^jemalloc .*not applied: glibc.malloc.hugetlb=1 (jemalloc reads no" "$W/cj.txt"
+  usage_error "tune --allocator jemalloc" "--allocator jemalloc: jemalloc reads no GLIBC_TUNABLES malloc tunable" tune "$TRACES/sort.hpmt" --allocator jemalloc
+else
+  echo "skip tunables and jemalloc: jemalloc not installed"
+fi
+# tune on noise alone (--null-test: every candidate runs with the best so
+# far's tunables) recommends nothing, 10 times out of 10.
+nulls=0
+for i in 1 2 3 4 5 6 7 8 9 10; do
+  T "$HPM" tune "$TRACES/sort.hpmt" --null-test --search hugetlb,arena_max --touch none --min-time 0.02 > "$W/null.txt" 2>&1 &&
+    grep -q '^no change recommended' "$W/null.txt" && ! grep -q '^recommended:' "$W/null.txt" && nulls=$((nulls+1))
+done
+check "tune --null-test: no change recommended in $nulls of 10 tries" test $nulls -eq 10
+# ... and a real effect is recommended: the modelled TLB cycles of a 222 MiB
+# buffer fall 400-fold on transparent huge pages.
+if [ -n "$THP" ] && ! echo "$THP" | grep -q '\[never\]'; then
+  T "$HPM" tune "$TRACES/sort.hpmt" --objective tlb --search hugetlb --min-time 0 > "$W/tlbtune.txt"
+  check "tune --objective tlb: hugetlb=1 (or 2, with a hugetlb pool) recommended after the final check" sh -c \
+    'grep -q "^final check" "$1" && grep -Eq "^recommended: GLIBC_TUNABLES=glibc.malloc.hugetlb=[12] " "$1"' _ "$W/tlbtune.txt"
+fi
+
+# --- tunables checked; errors that say what to do -------------------------------------------
+usage_error "replay --tunables with an unknown name lists the valid ones" \
+  "--tunables: garbage=1: unknown tunable; valid: glibc.malloc.NAME (or malloc.NAME) with NAME one of check, top_pad," \
+  replay "$TRACES/sort.hpmt" --tunables garbage=1
+usage_error "replay --tunables with a typo suggests the name" \
+  "glibc.malloc.hugtlb=1: unknown tunable (did you mean glibc.malloc.hugetlb?)" replay "$TRACES/sort.hpmt" --tunables glibc.malloc.hugtlb=1
+usage_error "compare --config out of range" "--config: malloc.perturb=300: out of range (0 to 255)" \
+  compare "$TRACES/sort.hpmt" --config glibc --config hpmalloc:malloc.perturb=300
+usage_error "compare --tunables: each entry checked" "--tunables: glibc.malloc.top_pad=12x: not a number" \
+  compare "$TRACES/sort.hpmt" --tunables -,glibc.malloc.top_pad=12x
+usage_error "--min-time not a number" "--min-time: bad value 'soon' (expected seconds, a number from 0 to 3600" \
+  compare "$TRACES/sort.hpmt" --min-time soon
+usage_error "tune --search names the tunables" "--search: bad value 'hugepages' (expected a comma-separated list of hugetlb," \
+  tune "$TRACES/sort.hpmt" --search hugetlb,hugepages
+usage_error "compare --metric names its choices" "(expected cpu or wall)" compare "$TRACES/sort.hpmt" --metric ipc
+out=$(T "$HPM" replay "$TRACES/sort.hpmt" --allocator nosuch 2>&1 >/dev/null); rc=$?
+check "an unknown allocator: exit 1, the installed ones named" test $rc -eq 1 -a -n "$(echo "$out" | grep -F 'hpm replay: allocator nosuch not found' | grep -F 'installed: glibc, hpmalloc')"
+out=$(HPM_HPMALLOC=/nonexistent T "$HPM" compare "$TRACES/sort.hpmt" --config /no/such/lib.so 2>&1 >/dev/null); rc=$?
+check "compare: a missing library named, with what is installed" test $rc -eq 1 -a -n "$(echo "$out" | grep -F 'allocator /no/such/lib.so not found' | grep -F 'installed: glibc')"
+
+# --- Ctrl-C: the finished runs, marked partial, exit status 130 ---------------------------------
+# interrupt SIG WHOM CMD...: run CMD in its own session, wait for its first
+# runs, send SIG to the whole group (as Ctrl-C does) or to hpm alone.
+interrupt() {
+  local whom=$1; shift
+  setsid "$@" > "$W/int.out" 2> "$W/int.err" & local pid=$!
+  sleep 2
+  if [ "$whom" = group ]; then kill -INT -- -$pid; else kill -INT $pid; fi
+  wait $pid
+}
+interrupt group "$HPM" compare "$TRACES/sort.hpmt" --touch none --min-time 60 --json; rc=$?
+check "compare, Ctrl-C (the process group): exit $rc, partial JSON with the finished runs" test $rc -eq 130 -a \
+  "$(jget "$W/int.out" 'int(d["partial"] and sum(len(c["runs"]) for c in d["configs"]) >= 1)')" = 1
+check "compare, Ctrl-C: no replay reported as failed" test ! -s "$W/int.err"
+interrupt hpm "$HPM" compare "$TRACES/sort.hpmt" --touch none --min-time 60; rc=$?
+check "compare, SIGINT to hpm alone: exit $rc, the table marked PARTIAL" sh -c \
+  'test $1 -eq 130 && grep -q "PARTIAL: interrupted" "$2" && grep -Eq "^hpmalloc +[1-9]" "$2"' _ $rc "$W/int.out"
+interrupt group "$HPM" replay "$TRACES/sort.hpmt" --touch none --min-time 60; rc=$?
+check "replay, Ctrl-C: exit $rc, the runs finished, marked PARTIAL" sh -c \
+  'test $1 -eq 130 && grep -Eq "^[1-9][0-9]* runs? .*PARTIAL: interrupted" "$2" && grep -q "^wall time" "$2"' _ $rc "$W/int.out"
+interrupt group "$HPM" tune "$TRACES/sort.hpmt" --touch none --min-time 60; rc=$?
+check "tune, Ctrl-C: exit $rc, PARTIAL and no recommendation" sh -c \
+  'test $1 -eq 130 && grep -q "^PARTIAL: interrupted after [0-9]* runs" "$2" && ! grep -q "^recommended" "$2"' _ $rc "$W/int.out"
+
 T "$HPM" tlbcost --max 8M --reads 20000 --no-save > "$W/tlb.txt"
 check "tlbcost prints a latency table and a miss cost" test -n "$(grep '^4 MiB' "$W/tlb.txt")" -a -n "$(grep 'TLB miss cost' "$W/tlb.txt")"
 

@@ -52,7 +52,7 @@ check_hpm() {
   check "hpm record: sort's output unchanged" cmp -s "$W/sorted" <(sort -n "$W/numbers")
   events=$(hpm dump "$W/sort.hpmt" | sed -n '1s/.* events \([0-9]*\)$/\1/p')
   check "hpm record: sort's trace has events ($events)" test "${events:-0}" -gt 100
-  hpm replay "$W/sort.hpmt" --allocator hpmalloc --tunables hpmalloc.verbose=1 --json >"$W/replay.json" 2>"$W/replay.err"
+  hpm replay "$W/sort.hpmt" --allocator hpmalloc --tunables hpmalloc.verbose=1 --min-time 0 --json >"$W/replay.json" 2>"$W/replay.err"
   check "hpm replay --allocator hpmalloc runs the trace on the installed library" \
     grep -q "^hpmalloc $VERSION: hugetlb mode" "$W/replay.err"
   check "hpm replay reports the operations" grep -q '"allocator":"hpmalloc".*"ops":[1-9]' "$W/replay.json"

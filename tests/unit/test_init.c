@@ -234,8 +234,11 @@ Test(set_mode, refuses_what_the_heaps_cannot_take) {
 
 /* ================================================================ verbose start-up */
 
-Test(init, verbose_prints_the_mode) {
-  setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=0:hpmalloc.verbose=1", 1);
+/* Start the allocator with GLIBC_TUNABLES=TUN and the extra environment
+   variable EXTRA (or none); what it wrote on stderr into BUF.  */
+static void start_capturing(const char *tun, const char *extra, char *buf, size_t len) {
+  setenv("GLIBC_TUNABLES", tun, 1);
+  if (extra) putenv((char *)extra);
   int fds[2];
   cr_assert_eq(pipe(fds), 0);
   int saved = dup(STDERR_FILENO);
@@ -243,12 +246,51 @@ Test(init, verbose_prints_the_mode) {
   hp_ensure_init();
   dup2(saved, STDERR_FILENO);
   close(fds[1]);
+  ssize_t n = read(fds[0], buf, len - 1);
+  buf[n > 0 ? n : 0] = '\0';
+  close(fds[0]);
+}
+
+Test(init, verbose_prints_the_mode) {
   char buf[1024];
-  ssize_t n = read(fds[0], buf, sizeof buf - 1);
-  cr_assert_gt(n, 0);
-  buf[n] = '\0';
+  start_capturing("glibc.malloc.hugetlb=0:hpmalloc.verbose=1", NULL, buf, sizeof buf);
   cr_assert(strstr(buf, "hpmalloc " HPMALLOC_VERSION_STRING ": hugetlb mode 0, page ") == buf, "%s", buf);
   cr_assert(strstr(buf, "hugetlb=0 (default)") && strstr(buf, "placement: "), "%s", buf);
+  cr_assert(!strstr(buf, "ignored"), "%s", buf);
+}
+
+/* The typo of issue 15 (glibc.malloc.hugtlb=1 ran in mode 0 without a
+   word): verbose names every entry it ignored and why.  */
+Test(init, verbose_names_what_it_ignored) {
+  char buf[2048];
+  start_capturing("glibc.malloc.hugtlb=1:malloc.perturb=300:glibc.pthread.rseq=0:malloc.top_pad=1x:junk",
+                  "HPMALLOC_VERBOSE=1", buf, sizeof buf);
+  cr_assert(strstr(buf, ": hugetlb mode 0, page ") != NULL, "%s", buf);
+  cr_expect(strstr(buf, "\nhpmalloc: ignored GLIBC_TUNABLES entry glibc.malloc.hugtlb=1: unknown tunable "
+                        "(did you mean glibc.malloc.hugetlb?)\n") != NULL,
+            "%s", buf);
+  cr_expect(strstr(buf, "\nhpmalloc: ignored GLIBC_TUNABLES entry malloc.perturb=300: out of range (0 to 255)\n"),
+            "%s", buf);
+  cr_expect(strstr(buf, "\nhpmalloc: ignored GLIBC_TUNABLES entry malloc.top_pad=1x: not a number"), "%s", buf);
+  cr_expect(strstr(buf, "\nhpmalloc: ignored GLIBC_TUNABLES entry junk: no value"), "%s", buf);
+  cr_expect(!strstr(buf, "rseq"), "glibc's own tunables are not hpmalloc's to judge: %s", buf);
+  int lines = 0;
+  for (const char *p = buf; *p; p++) lines += *p == '\n';
+  cr_expect_eq(lines, 5, "%s", buf);
+}
+
+Test(init, verbose_names_bad_aliases) {
+  char buf[1024];
+  start_capturing("hpmalloc.verbose=1", "MALLOC_ARENA_MAX=two", buf, sizeof buf);
+  cr_expect(strstr(buf, "\nhpmalloc: ignored MALLOC_ARENA_MAX=two: not a number"), "%s", buf);
+}
+
+/* glibc says nothing about what it ignores; neither does hpmalloc
+   unless asked.  */
+Test(init, silent_without_verbose) {
+  char buf[1024];
+  start_capturing("glibc.malloc.hugtlb=1:malloc.perturb=300", "MALLOC_ARENA_MAX=two", buf, sizeof buf);
+  cr_expect_str_eq(buf, "");
 }
 
 /* ================================================================ entry points */

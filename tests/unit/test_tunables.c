@@ -573,3 +573,130 @@ Test (tunables, lookup_name_without_nul_at_page_boundary)
       unmap2 (base);
     }
 }
+
+/* ------------------------------------------------------------ checking */
+
+/* Collects what hp_tunables_check_* report, described, one per line.  */
+struct issues
+{
+  int n;
+  char text[1024];
+  struct hp_tunable_issue last;
+};
+
+static void
+collect (void *ctx, const struct hp_tunable_issue *is)
+{
+  struct issues *c = ctx;
+  size_t l = strlen (c->text);
+  if (l + 2 < sizeof c->text)
+    {
+      size_t k = hp_tunable_describe (is, c->text + l, sizeof c->text - l - 1);
+      c->text[l + k] = '\n';
+      c->text[l + k + 1] = '\0';
+    }
+  c->last = *is;
+  c->n++;
+}
+
+static struct issues
+check_gt (const char *s)
+{
+  struct issues c = { 0 };
+  int n = hp_tunables_check_string (s, collect, &c);
+  cr_expect_eq (n, c.n, "%s: returned %d, reported %d", s, n, c.n);
+  return c;
+}
+
+Test (check, each_ignored_entry_named_with_its_reason)
+{
+  static const struct { const char *in, *out; } c[] = {
+    { "glibc.malloc.hugtlb=1",
+      "glibc.malloc.hugtlb=1: unknown tunable (did you mean glibc.malloc.hugetlb?)\n" },
+    { "malloc.tcache_cont=3",
+      "malloc.tcache_cont=3: unknown tunable (did you mean glibc.malloc.tcache_count?)\n" },
+    { "hugetlb=1", "hugetlb=1: unknown tunable (did you mean glibc.malloc.hugetlb?)\n" },
+    { "hpmalloc.verbos=1", "hpmalloc.verbos=1: unknown tunable (did you mean hpmalloc.verbose?)\n" },
+    { "glibc.maloc.top_pad=1",
+      "glibc.maloc.top_pad=1: unknown tunable (did you mean glibc.malloc.top_pad?)\n" },
+    { "garbage=1", "garbage=1: unknown tunable\n" },
+    { "glibc.malloc.perturb=300", "glibc.malloc.perturb=300: out of range (0 to 255)\n" },
+    { "glibc.malloc.check=-1", "glibc.malloc.check=-1: out of range (0 to 3)\n" },
+    { "malloc.arena_max=0", "malloc.arena_max=0: out of range (at least 1)\n" },
+    { "malloc.top_pad=12x", "malloc.top_pad=12x: not a number (decimal, 0x hex or 0 octal)\n" },
+    { "malloc.top_pad=", "malloc.top_pad=: not a number (decimal, 0x hex or 0 octal)\n" },
+    { "malloc.check", "malloc.check: no value (expected NAME=VALUE)\n" },
+    { "malloc.check:malloc.mxfast=1", "malloc.check: no value (expected NAME=VALUE)\n" },
+  };
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+    {
+      struct issues got = check_gt (c[i].in);
+      cr_expect_str_eq (got.text, c[i].out, "%s", c[i].in);
+      cr_expect_eq (got.n, 1, "%s", c[i].in);
+    }
+}
+
+Test (check, what_applies_is_not_reported)
+{
+  static const char *const ok[] = {
+    "", ":", "::", "glibc.malloc.hugetlb=1", "malloc.mxfast=0:hpmalloc.verbose=1",
+    "glibc.malloc.trim_threshold=-1", "glibc.malloc.hugetlb=0x200000",
+    /* glibc's other namespaces are glibc's to check */
+    "glibc.cpu.hwcaps=-AVX2_Usable:glibc.pthread.rseq=0:glibc.rtld.nns=2:glibc.mem.tagging=1",
+    "glibc.elision.enable=1:glibc.gmon.minarcs=50",
+  };
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+    {
+      struct issues got = check_gt (ok[i]);
+      cr_expect_eq (got.n, 0, "%s: %s", ok[i], got.text);
+    }
+  cr_expect_eq (hp_tunables_check_string (NULL, collect, NULL), 0);
+}
+
+/* The checker and the parser agree: an entry is reported exactly when the
+   parser leaves the values as they were.  */
+Test (check, agrees_with_the_parser)
+{
+  static const char *const entries[] = {
+    "malloc.mxfast=64", "malloc.mxfast=161", "malloc.mxfast=6x", "malloc.mxfast",
+    "malloc.mxfst=64", "glibc.malloc.perturb=255", "glibc.malloc.perturb=256",
+    "hpmalloc.huge_waste=100", "hpmalloc.huge_waste=101", "malloc.check=3",
+    "glibc.rtld.nns=4", "malloc.arena_max=1", "malloc.arena_max=0",
+  };
+  for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
+    {
+      struct hp_tunable_values v = parse_gt (entries[i]);
+      struct issues got = check_gt (entries[i]);
+      cr_expect_eq (got.n, v.set_mask == 0 && strncmp (entries[i], "glibc.rtld", 10) != 0,
+                    "%s: set_mask %#x, %d reported", entries[i], (unsigned) v.set_mask, got.n);
+    }
+  struct issues many = check_gt ("a=1:malloc.check=9:malloc.mxfast=1:b:hpmalloc.verbose=2");
+  cr_expect_eq (many.n, 4, "%s", many.text);
+}
+
+Test (check, environment)
+{
+  char *env[] = { "PATH=/bin", "MALLOC_ARENA_MAX=abc", "MALLOC_TOP_PAD_=4096",
+                  "GLIBC_TUNABLES=glibc.malloc.hugtlb=1:malloc.check=1",
+                  "MALLOC_PERTURB_=256", "HPMALLOC_VERBOSE=1", "MALLOC_NOPE_=1",
+                  "GLIBC_TUNABLES=malloc.mxfast=999", NULL };
+  struct issues c = { 0 };
+  cr_expect_eq (hp_tunables_check_env (env, collect, &c), 4);
+  cr_expect_str_eq (c.text,
+                    "MALLOC_ARENA_MAX=abc: not a number (decimal, 0x hex or 0 octal)\n"
+                    "glibc.malloc.hugtlb=1: unknown tunable (did you mean glibc.malloc.hugetlb?)\n"
+                    "MALLOC_PERTURB_=256: out of range (0 to 255)\n"
+                    "malloc.mxfast=999: out of range (0 to 160)\n");
+  cr_expect_eq (c.last.alias, 0);
+  cr_expect_eq (hp_tunables_check_env (NULL, collect, &c), 0);
+}
+
+Test (check, describe_cuts_to_fit)
+{
+  struct hp_tunable_issue is = { HP_TP_RANGE, 0, "glibc.malloc.perturb=300", 24, HP_T_PERTURB, -1 };
+  char buf[16];
+  size_t n = hp_tunable_describe (&is, buf, sizeof buf);
+  cr_expect_eq (n, 15);
+  cr_expect_str_eq (buf, "glibc.malloc.pe");
+  cr_expect_eq (hp_tunable_describe (&is, buf, 0), 0);
+}

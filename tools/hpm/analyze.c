@@ -3,6 +3,7 @@
    text, JSON and SVG.  MIT licence.  */
 #include "args.h"
 #include "hpm.h"
+#include "stats.h"
 #include "svg.h"
 
 #include <errno.h>
@@ -71,6 +72,11 @@ static void size_label(int b, char *buf, size_t n) {
     k++;
   }
   (void)snprintf(buf, n, "%s%llu%s", b == NSIZE - 1 ? ">=" : "", (unsigned long long)lo, u[k]);
+}
+
+/* A size bucket's lower bound for people: "0", "32 B", "1 KiB".  */
+static void size_tick(int b, char *buf, size_t n) {
+  svg_tick_label(SVG_BYTES, b ? (double)(1ull << (b - 1)) : 0, buf, n);
 }
 
 static const uint64_t life_edges[NLIFE - 1] = {
@@ -218,9 +224,12 @@ static void text_summary(const char *file, const struct hpm_trace *tr, const str
   for (size_t k = 0; k < tr->hdr.cmdline_len; k++) putchar(tr->hdr.cmdline[k] ? tr->hdr.cmdline[k] : ' ');
   printf("\n%zu events in %zu chunks, %u threads, %u objects, %.3f s traced%s\n", tr->nev, tr->nchunks, p->nthreads,
          p->nobj, (double)p->end_t / 1e9, tr->truncated ? " (truncated)" : "");
-  printf("peak live bytes: %llu at %.3f s; total allocated %llu bytes; %llu never freed; %llu cross-thread frees\n",
-         (unsigned long long)p->peak_live, (double)p->peak_t / 1e9, (unsigned long long)a->total_bytes,
-         (unsigned long long)a->never, (unsigned long long)a->cross);
+  char peak[32], when[32], total[32];
+  fmt_bytes((double)p->peak_live, peak, sizeof peak);
+  fmt_seconds((double)p->peak_t / 1e9, when, sizeof when);
+  fmt_bytes((double)a->total_bytes, total, sizeof total);
+  printf("peak live bytes: %s at %s; total allocated %s; %llu never freed; %llu cross-thread frees\n", peak, when,
+         total, (unsigned long long)a->never, (unsigned long long)a->cross);
   printf("\noperations:\n");
   for (int k = 0; k < HPM_NKINDS; k++)
     if (p->kind_count[k]) printf("  %-15s %12llu\n", hpm_kind_name((unsigned)k), (unsigned long long)p->kind_count[k]);
@@ -228,13 +237,14 @@ static void text_summary(const char *file, const struct hpm_trace *tr, const str
 }
 
 static void text_histograms(const struct prep *p, const struct analysis *a) {
-  char lab[32];
-  printf("\nsize histogram   %12s %7s %16s %7s\n", "count", "%", "bytes", "%");
+  char lab[32], bytes[32];
+  printf("\nsize histogram   %12s %7s %12s %7s\n", "count", "%", "bytes", "%");
   for (int b = 0; b < NSIZE; b++) {
     if (!a->sc[b]) continue;
-    size_label(b, lab, sizeof lab);
-    printf("  %-14s %12llu %6.2f%% %16llu %6.2f%%\n", lab, (unsigned long long)a->sc[b],
-           100.0 * (double)a->sc[b] / (p->nobj ? p->nobj : 1), (unsigned long long)a->sb[b],
+    size_tick(b, lab, sizeof lab);
+    fmt_bytes((double)a->sb[b], bytes, sizeof bytes);
+    printf("  %-14s %12llu %6.2f%% %12s %6.2f%%\n", lab, (unsigned long long)a->sc[b],
+           100.0 * (double)a->sc[b] / (p->nobj ? p->nobj : 1), bytes,
            100.0 * (double)a->sb[b] / (double)(a->total_bytes ? a->total_bytes : 1));
   }
   printf("\nlifetime histogram\n");
@@ -245,7 +255,10 @@ static void text_histograms(const struct prep *p, const struct analysis *a) {
     double m = 0;
     for (int k = d * NTIME / 10; k < (d + 1) * NTIME / 10; k++)
       if (a->ty[k] > m) m = a->ty[k];
-    printf("  %8.3f s %14.0f ", a->tx[(d + 1) * NTIME / 10 - 1], m);
+    char t[32], v[32];
+    fmt_seconds(a->tx[(d + 1) * NTIME / 10 - 1], t, sizeof t);
+    fmt_bytes(m, v, sizeof v);
+    printf("  %10s %10s ", t, v);
     int bar = p->peak_live ? (int)(40.0 * m / (double)p->peak_live) : 0;
     for (int k = 0; k < bar; k++) putchar('#');
     putchar('\n');
@@ -254,10 +267,13 @@ static void text_histograms(const struct prep *p, const struct analysis *a) {
 
 static void text_threads(const struct prep *p, const struct analysis *a) {
   uint32_t mt = a->mt;
-  printf("\nper thread:  %8s %10s %12s %12s %14s\n", "thread", "tid", "allocs", "frees", "bytes");
-  for (uint32_t t = 0; t < p->nthreads; t++)
-    printf("             %8u %10llu %12llu %12llu %14llu\n", p->th[t].number, (unsigned long long)p->th[t].tid,
-           (unsigned long long)p->th[t].allocs, (unsigned long long)p->th[t].frees, (unsigned long long)p->th[t].bytes);
+  printf("\nper thread:  %8s %10s %12s %12s %12s\n", "thread", "tid", "allocs", "frees", "bytes");
+  for (uint32_t t = 0; t < p->nthreads; t++) {
+    char bytes[32];
+    fmt_bytes((double)p->th[t].bytes, bytes, sizeof bytes);
+    printf("             %8u %10llu %12llu %12llu %12s\n", p->th[t].number, (unsigned long long)p->th[t].tid,
+           (unsigned long long)p->th[t].allocs, (unsigned long long)p->th[t].frees, bytes);
+  }
   if (mt <= 1 || !a->mx) return;
   printf("\nfrees: allocating thread (rows) x freeing thread (columns)%s\n        ",
          p->nthreads > mt ? " (first 16 threads)" : "");
@@ -277,39 +293,77 @@ static void report_text(const char *file, const struct hpm_trace *tr, const stru
 }
 
 /* --- SVG ----------------------------------------------------------------------- */
-/* sizes.svg, lifetimes.svg and live_bytes.svg into DIR (made if needed).
-   Returns 0, or 1 after a message.  */
-static int report_svg(const char *dir, const struct prep *p, const struct analysis *a) {
+/* sizes.svg: objects and bytes by request size, every bucket from the
+   smallest to the largest used (a log2 axis: empty ones show as gaps).  */
+static int svg_sizes(const char *path, const char *file, const struct analysis *a) {
+  const char *lbl[NSIZE];
+  char lbuf[NSIZE][32], sub[600];
+  double objs[NSIZE], bytes[NSIZE];
+  int first = NSIZE, last = -1, n = 0;
+  for (int b = 0; b < NSIZE; b++)
+    if (a->sc[b]) {
+      if (b < first) first = b;
+      last = b;
+    }
+  for (int b = first; b <= last; b++, n++) {
+    size_tick(b, lbuf[n], sizeof lbuf[n]);
+    lbl[n] = lbuf[n];
+    objs[n] = (double)a->sc[b];
+    bytes[n] = (double)a->sb[b];
+  }
+  (void)snprintf(sub, sizeof sub, "%.500s: each bar counts the requests from its size up to twice it",
+                 file); /* a subtitle: truncation is harmless */
+  struct svg_text t = { "Request sizes", sub, "request size (log scale: each bar twice the one before)" };
+  int lo = svg_spans_decades(objs, n), lb = svg_spans_decades(bytes, n);
+  struct svg_vpanel p[2] = {
+    { lo ? "Objects allocated (log scale)" : "Objects allocated", "objects", SVG_COUNT, lo, objs },
+    { lb ? "Bytes requested (log scale)" : "Bytes requested", "bytes", SVG_BYTES, lb, bytes },
+  };
+  return svg_columns(path, &t, lbl, n, p, 2);
+}
+
+/* lifetimes.svg: objects by lifetime.  */
+static int svg_lifetimes(const char *path, const char *file, const struct analysis *a) {
+  double v[NLIFE];
+  char sub[600];
+  static const char *const labels[NLIFE] = { "< 100 ns", "< 1 µs", "< 10 µs", "< 100 µs", "< 1 ms",  "< 10 ms",
+                                             "< 100 ms", "< 1 s",  "< 10 s",  "< 100 s",  "≥ 100 s", "never freed" };
+  for (int b = 0; b < NLIFE; b++) v[b] = (double)a->lc[b];
+  (void)snprintf(sub, sizeof sub, "%.500s: time from each allocation to its free", file); /* truncation is harmless */
+  struct svg_text t = { "Object lifetimes", sub, "lifetime (log scale; never freed: still live when the trace ends)" };
+  int lg = svg_spans_decades(v, NLIFE);
+  struct svg_vpanel p = { lg ? "Objects (log scale)" : "Objects", "objects", SVG_COUNT, lg, v };
+  return svg_columns(path, &t, labels, NLIFE, &p, 1);
+}
+
+/* live_bytes.svg: live bytes over time, the peak marked.  */
+static int svg_live(const char *path, const char *file, const struct analysis *a) {
+  char sub[600];
+  (void)snprintf(sub, sizeof sub, "%.500s: the most bytes live in each 1/%d of the trace", file, NTIME); /* cut ok */
+  struct svg_text t = { "Live bytes over time", sub, "time since the trace began" };
+  return svg_line(path, &t, "live bytes (allocated, not yet freed)", a->tx, SVG_SECONDS, a->ty, SVG_BYTES, NTIME);
+}
+
+/* sizes.svg, lifetimes.svg and live_bytes.svg into DIR (made if needed);
+   their names on stderr.  Returns 0, or 1 after a message.  */
+static int report_svg(const char *dir, const char *file, const struct analysis *a) {
+  static const char *const names[] = { "live_bytes.svg", "sizes.svg", "lifetimes.svg" };
+  int (*const draw[])(const char *, const char *, const struct analysis *) = { svg_live, svg_sizes, svg_lifetimes };
   char path[4096];
   if (strlen(dir) > sizeof path - 32) {
     fprintf(stderr, "hpm analyze: --svg %s: path too long\n", dir);
     return 1;
   }
   (void)mkdir(dir, 0755); /* may exist already; a real problem shows when the files are written */
-  const char *lbl[NSIZE];
-  char lbuf[NSIZE][32];
-  double v[NSIZE * 2], lv[NLIFE], mb[NTIME];
-  int n = 0, rc = 0;
-  double tc = p->nobj ? p->nobj : 1, tb = a->total_bytes ? (double)a->total_bytes : 1;
-  for (int b = 0; b < NSIZE; b++) {
-    if (!a->sc[b]) continue;
-    size_label(b, lbuf[n], sizeof lbuf[n]);
-    lbl[n] = lbuf[n];
-    v[(size_t)2 * n] = 100.0 * (double)a->sc[b] / tc;
-    v[(size_t)2 * n + 1] = 100.0 * (double)a->sb[b] / tb;
-    n++;
+  for (int k = 0; k < 3; k++) {
+    (void)snprintf(path, sizeof path, "%s/%s", dir, names[k]); /* fits: length checked above */
+    if (draw[k](path, file, a)) {
+      fprintf(stderr, "hpm analyze: %s: %s\n", path, strerror(errno));
+      return 1;
+    }
+    fprintf(stderr, "hpm analyze: wrote %s\n", path);
   }
-  const char *ser[2] = { "% of objects", "% of bytes" }, *ser1[1] = { "objects" };
-  (void)snprintf(path, sizeof path, "%s/sizes.svg", dir); /* fits: length checked above */
-  rc |= svg_bars(path, "Request sizes", lbl, n, ser, 2, v, "%");
-  for (int b = 0; b < NLIFE; b++) lv[b] = (double)a->lc[b];
-  (void)snprintf(path, sizeof path, "%s/lifetimes.svg", dir); /* fits: length checked above */
-  rc |= svg_bars(path, "Object lifetimes", (const char *const *)life_label, NLIFE, ser1, 1, lv, "");
-  for (int k = 0; k < NTIME; k++) mb[k] = a->ty[k] / 1048576.0;
-  (void)snprintf(path, sizeof path, "%s/live_bytes.svg", dir); /* fits: length checked above */
-  rc |= svg_line(path, "Live bytes over time", a->tx, mb, NTIME, "s", "MiB");
-  if (rc) fprintf(stderr, "hpm analyze: %s: %s\n", dir, strerror(errno));
-  return rc ? 1 : 0;
+  return 0;
 }
 
 int cmd_analyze(int argc, char **argv) {
@@ -325,7 +379,7 @@ int cmd_analyze(int argc, char **argv) {
     report_json(o.file, &tr, &p, &a);
   else
     report_text(o.file, &tr, &p, &a);
-  rc = o.svgdir ? report_svg(o.svgdir, &p, &a) : 0;
+  rc = o.svgdir ? report_svg(o.svgdir, o.file, &a) : 0;
   free(a.mx);
   prep_free(&p);
   hpm_trace_free(&tr);

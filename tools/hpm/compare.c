@@ -1,8 +1,9 @@
 /* hpm compare: the same trace replayed under several allocators and
-   tunables, runs interleaved and repeated, medians side by side (text,
-   JSON, SVG); and the configurations and runs that hpm tune shares
-   (compare.h).  MIT licence.  */
+   tunables, runs interleaved and repeated until each configuration has
+   enough (runs.c), medians side by side with their spread and the
+   speed-up's confidence interval (text, JSON, SVG).  MIT licence.  */
 #include "compare.h"
+#include "stats.h"
 #include "svg.h"
 
 #include <stddef.h>
@@ -11,57 +12,6 @@
 #include <unistd.h>
 
 #define MAX_CONFIGS 32
-
-const char *const metric_names[NMETRICS] = {
-  "wall_s",
-  "cpu_s",
-  "ns_p50",
-  "ns_p99",
-  "minor_faults",
-  "peak_rss_kb",
-  "peak_live_bytes",
-  "hugepage_coverage",
-  "live_bytes_on_huge",
-  "tlb_misses_4k",
-  "tlb_misses",
-  "tlb_cycles",
-  "alloc_failures",
-};
-
-/* ======================================================================== configurations */
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-void config_medians(struct config *c) {
-  for (size_t m = 0; m < NMETRICS; m++) {
-    double tmp[MAX_REPS] = { 0 };
-    for (int r = 0; r < c->runs; r++) tmp[r] = c->v[r][m];
-    qsort(tmp, (size_t)c->runs, sizeof *tmp, cmp_d);
-    c->med[m] = c->runs ? (c->runs % 2 ? tmp[c->runs / 2] : (tmp[c->runs / 2 - 1] + tmp[c->runs / 2]) / 2) : 0;
-  }
-}
-
-int config_run(int fd, const struct replay_opts *base, struct config *c) {
-  static char out[65536];
-  struct replay_opts o = *base;
-  o.allocator = c->alloc;
-  o.tunables = c->tun[0] ? c->tun : "";
-  if (replay_run(fd, &o, out, sizeof out)) return -1;
-  for (size_t m = 0; m < NMETRICS; m++)
-    if (json_get_num(out, metric_names[m], &c->v[c->runs][m])) c->v[c->runs][m] = 0;
-  c->runs++;
-  return 0;
-}
-
-void config_init(struct config *c, const char *alloc, const char *tun) {
-  memset(c, 0, sizeof *c);
-  /* Cut to fit; the label is longer than alloc + " " + tun.  */
-  (void)snprintf(c->alloc, sizeof c->alloc, "%.255s", alloc);
-  (void)snprintf(c->tun, sizeof c->tun, "%.511s", tun);
-  (void)snprintf(c->label, sizeof c->label, "%s%s%s", c->alloc, c->tun[0] ? " " : "", c->tun);
-}
 
 /* ======================================================================== options */
 struct config_list {
@@ -73,10 +23,15 @@ struct compare_opts {
   const char *file, *svg;
   const char *allocs, *tuns; /* comma-separated lists, used when there is no --config */
   struct config_list list;
-  int reps, json;
+  int json, metric; /* metric: index in metric_choice */
+  struct run_policy policy;
   uint64_t max_mem;
   struct replay_opts ro;
 };
+
+/* --metric, in the order of its choices.  */
+static const enum metric metric_choice[] = { M_CPU, M_WALL };
+static const char *const metric_words[] = { "CPU time (user + sys)", "wall time" };
 
 /* --config ALLOC[:TUNABLES], appended to the config_list FIELD.  */
 static int add_config(void *field, const char *val, char *err, size_t errlen) {
@@ -94,43 +49,12 @@ static int add_config(void *field, const char *val, char *err, size_t errlen) {
                    sizeof alloc - 1, sizeof l->cfg->tun - 1);
     return -1;
   }
+  if (tunables_check(tun, err, errlen)) return -1;
   memcpy(alloc, val, alen);
   alloc[alen] = 0;
   config_init(&l->cfg[l->n++], alloc, tun);
   return 0;
 }
-
-static const struct arg_opt compare_args[] = {
-  { .name = "FILE", .kind = ARG_STR, .off = offsetof(struct compare_opts, file), .required = 1, .doc = "the trace" },
-  { .name = "--allocators", .kind = ARG_STR, .off = offsetof(struct compare_opts, allocs), .meta = "LIST" },
-  { .name = "--tunables", .kind = ARG_STR, .off = offsetof(struct compare_opts, tuns), .meta = "LIST" },
-  { .name = "--config",
-    .kind = ARG_FN,
-    .off = offsetof(struct compare_opts, list),
-    .meta = "ALLOC[:TUNABLES]",
-    .set = add_config },
-  { .name = "--reps", .kind = ARG_INT, .off = offsetof(struct compare_opts, reps), .min = 1, .max = MAX_REPS },
-  { .name = "--json", .kind = ARG_FLAG, .off = offsetof(struct compare_opts, json) },
-  { .name = "--svg", .kind = ARG_STR, .off = offsetof(struct compare_opts, svg), .meta = "OUT.svg" },
-  { .name = "--max-memory", .kind = ARG_SIZE, .off = offsetof(struct compare_opts, max_mem) },
-  { .kind = ARG_TABLE, .off = offsetof(struct compare_opts, ro), .sub = replay_common_args },
-  { 0 },
-};
-
-static const struct arg_cmd compare_cmd = {
-  .name = "compare",
-  .synopsis = "usage: hpm compare FILE [--allocators LIST] [--tunables LIST] [--config ALLOC[:TUNABLES]]...\n"
-              "                        [--reps N] [--json] [--svg OUT.svg] [replay options]\n",
-  .help = "Replays FILE under every allocator x tunables combination (or the --config\n"
-          "entries), runs interleaved and repeated N times (default 3), and prints a\n"
-          "table of medians.  LIST is comma-separated; allocators: glibc, hpmalloc,\n"
-          "jemalloc, mimalloc, tcmalloc, a .so path, or `all` (glibc, hpmalloc and\n"
-          "whichever of jemalloc/mimalloc/tcmalloc are installed).  A tunables entry is\n"
-          "a GLIBC_TUNABLES string; `-` means none.  Defaults: --allocators\n"
-          "glibc,hpmalloc --tunables -,glibc.malloc.hugetlb=1.\n"
-          "Replay options: --threads, --touch (default full here), --tlb (see hpm replay --help).\n",
-  .args = compare_args,
-};
 
 /* Split S at SEP into at most MAX items (each cut to 511 bytes); `-` and
    `none` become empty.  Returns how many.  */
@@ -151,6 +75,62 @@ static int split(const char *s, char sep, char items[][512], int max) {
   return n;
 }
 
+/* --tunables LIST: every entry checked.  */
+static int tunables_list_arg(void *field, const char *val, char *err, size_t errlen) {
+  static char items[16][512];
+  int n = split(val, ',', items, 16);
+  for (int i = 0; i < n; i++)
+    if (tunables_check(items[i], err, errlen)) return -1;
+  *(const char **)field = val;
+  return 0;
+}
+
+static const struct arg_opt compare_args[] = {
+  { .name = "FILE", .kind = ARG_STR, .off = offsetof(struct compare_opts, file), .required = 1, .doc = "the trace" },
+  { .name = "--allocators", .kind = ARG_STR, .off = offsetof(struct compare_opts, allocs), .meta = "LIST" },
+  { .name = "--tunables",
+    .kind = ARG_FN,
+    .off = offsetof(struct compare_opts, tuns),
+    .meta = "LIST",
+    .set = tunables_list_arg },
+  { .name = "--config",
+    .kind = ARG_FN,
+    .off = offsetof(struct compare_opts, list),
+    .meta = "ALLOC[:TUNABLES]",
+    .set = add_config },
+  { .name = "--metric", .kind = ARG_CHOICE, .off = offsetof(struct compare_opts, metric), .meta = "cpu|wall" },
+  { .name = "--json", .kind = ARG_FLAG, .off = offsetof(struct compare_opts, json) },
+  { .name = "--svg", .kind = ARG_STR, .off = offsetof(struct compare_opts, svg), .meta = "OUT.svg" },
+  { .name = "--max-memory", .kind = ARG_SIZE, .off = offsetof(struct compare_opts, max_mem) },
+  { .kind = ARG_TABLE, .off = offsetof(struct compare_opts, policy), .sub = measure_args },
+  { .kind = ARG_TABLE, .off = offsetof(struct compare_opts, ro), .sub = replay_common_args },
+  { 0 },
+};
+
+static const struct arg_cmd compare_cmd = {
+  .name = "compare",
+  .synopsis = "usage: hpm compare FILE [--allocators LIST] [--tunables LIST] [--config ALLOC[:TUNABLES]]...\n"
+              "                        [--metric cpu|wall] [--reps N] [--min-time SECONDS] [--json] [--svg OUT.svg]\n"
+              "                        [--max-memory SIZE] [replay options]\n",
+  .help = "Replays FILE under every allocator x tunables combination (or the --config\n"
+          "entries), interleaved: round after round, each configuration once, until each\n"
+          "has at least N runs (--reps, default 3) totalling SECONDS of replay (--min-time,\n"
+          "default 0.5; at most 200 runs).  Prints medians with their range [min-max] and\n"
+          "the speed-up over the first configuration on --metric (cpu, the default: user\n"
+          "+ sys time; or wall) with its 95% bootstrap confidence interval.\n"
+          "LIST is comma-separated; allocators: glibc, hpmalloc, jemalloc, mimalloc,\n"
+          "tcmalloc, a .so path, or `all` (glibc, hpmalloc and whichever of\n"
+          "jemalloc/mimalloc/tcmalloc are installed).  A tunables entry is a\n"
+          "GLIBC_TUNABLES string, checked against hpmalloc's table; `-` means none.\n"
+          "Tunables are set only for allocators that read them (glibc: glibc.malloc.*;\n"
+          "hpmalloc: those and malloc.*, hpmalloc.*; jemalloc, mimalloc and tcmalloc:\n"
+          "none); a row says what it left out.  Defaults: --allocators glibc,hpmalloc\n"
+          "--tunables -,glibc.malloc.hugetlb=1.  Ctrl-C prints the runs finished so far,\n"
+          "marked partial (exit status 130).\n"
+          "Replay options: --threads, --touch (default full here), --tlb (see hpm replay --help).\n",
+  .args = compare_args,
+};
+
 /* --allocators all: glibc, hpmalloc and the others that are installed,
    into BUF.  */
 static const char *all_allocators(char *buf, size_t len) {
@@ -164,15 +144,32 @@ static const char *all_allocators(char *buf, size_t len) {
   return buf;
 }
 
+/* The configuration of L with C's allocator and tunables as run, or NULL.  */
+static struct config *same_run(struct config_list *l, const struct config *c) {
+  for (int k = 0; k < l->n; k++)
+    if (!strcmp(l->cfg[k].alloc, c->alloc) && !strcmp(l->cfg[k].tun, c->tun)) return &l->cfg[k];
+  return NULL;
+}
+
 /* Without --config: every allocator of O->allocs with every tunables entry
-   of O->tuns, up to MAX_CONFIGS.  */
+   of O->tuns, up to MAX_CONFIGS.  Combinations that would run alike (an
+   allocator that reads none of the entries) are run once; the row says
+   what it left out.  */
 static void expand_configs(struct compare_opts *o) {
   static char al[16][512], tl[16][512];
+  static struct config c;
   char expanded[1024];
   const char *allocs = !strcmp(o->allocs, "all") ? all_allocators(expanded, sizeof expanded) : o->allocs;
   int na = split(allocs, ',', al, 16), nt = split(o->tuns, ',', tl, 16);
   for (int a = 0; a < na; a++)
-    for (int t = 0; t < nt && o->list.n < MAX_CONFIGS; t++) config_init(&o->list.cfg[o->list.n++], al[a], tl[t]);
+    for (int t = 0; t < nt && o->list.n < MAX_CONFIGS; t++) {
+      config_init(&c, al[a], tl[t]);
+      struct config *twin = same_run(&o->list, &c);
+      if (!twin)
+        o->list.cfg[o->list.n++] = c;
+      else if (!twin->dropped[0])
+        memcpy(twin->dropped, c.dropped, sizeof c.dropped);
+    }
 }
 
 /* The options, checked: ARGS_RUN, or the exit status (1: an allocator is
@@ -182,7 +179,7 @@ static int compare_parse(int argc, char **argv, struct compare_opts *o) {
   *o = (struct compare_opts){ .allocs = "glibc,hpmalloc",
                               .tuns = "-,glibc.malloc.hugetlb=1",
                               .list = { cfg, 0 },
-                              .reps = 3,
+                              .policy = { .reps = 3, .min_time = DEFAULT_MIN_TIME },
                               .max_mem = replay_default_max_mem(),
                               .ro = { .touch = TOUCH_FULL } };
   tlb_geom_get("auto", &o->ro.geom, NULL, 0);
@@ -190,46 +187,86 @@ static int compare_parse(int argc, char **argv, struct compare_opts *o) {
   if (rc != ARGS_RUN) return rc;
   if (o->list.n == 0) expand_configs(o);
   for (int c = 0; c < o->list.n; c++)
-    if (!allocator_found(o->list.cfg[c].alloc)) {
-      fprintf(stderr, "hpm compare: allocator %s not found\n", o->list.cfg[c].alloc);
-      return 1;
-    }
+    if (!allocator_found(o->list.cfg[c].alloc)) return allocator_missing("compare", o->list.cfg[c].alloc);
   o->ro.walk_ns = tlbcost_cached_ns();
   return ARGS_RUN;
 }
 
-/* ======================================================================== running */
-/* Every configuration O->reps times, interleaved; then the medians.
-   Returns 0, or 1 after a message.  */
-static int compare_run(struct compare_opts *o) {
-  struct config *cfg = o->list.cfg;
-  int n = o->list.n, fd = replay_load(o->file, &o->ro, o->max_mem);
-  if (fd < 0) return 1;
-  for (int r = 0; r < o->reps; r++)
-    for (int c = 0; c < n; c++) {
-      progress("compare: run %d/%d: %s", r * n + c + 1, o->reps * n, cfg[c].label);
-      if (config_run(fd, &o->ro, &cfg[c])) {
-        progress_done();
-        close(fd);
-        return 1;
-      }
-    }
-  progress_done();
-  close(fd);
-  for (int c = 0; c < n; c++) config_medians(&cfg[c]);
-  return 0;
+/* ======================================================================== reports */
+/* What a row left out of its tunables, for the note column; "" if nothing.  */
+static void row_note(const struct config *c, char *buf, size_t n) {
+  buf[0] = 0;
+  if (c->dropped[0]) /* a note: truncation is harmless */
+    (void)snprintf(buf, n, "not applied: %.400s (%.100s %s)", c->dropped, c->alloc, allocator_reads_text(c->alloc));
 }
 
-/* ======================================================================== reports */
-static void print_table(const struct config *cfg, int n, int reps) {
-  printf("medians of %d interleaved runs\n", reps);
-  printf("%-44s %9s %9s %7s %7s %9s %10s %8s %10s %10s %8s\n", "allocator / tunables", "wall s", "cpu s", "ns p50",
-         "ns p99", "faults", "peakRSS K", "huge cov", "TLB walks", "walks 4K", "speedup");
+static void print_header(const struct compare_opts *o, int partial) {
+  const struct config *cfg = o->list.cfg;
+  int n = o->list.n, lo = MAX_RUNS, hi = 0;
   for (int c = 0; c < n; c++) {
-    const double *m = cfg[c].med;
-    printf("%-44.44s %9.4f %9.4f %7.0f %7.0f %9.0f %10.0f %8.3f %10.0f %10.0f %7.2fx\n", cfg[c].label, m[M_WALL],
-           m[M_CPU], m[M_P50], m[M_P99], m[M_FAULTS], m[M_PEAK_RSS], m[M_COVERAGE], m[M_TLB], m[M_TLB_4K],
-           m[M_WALL] > 0 ? cfg[0].med[M_WALL] / m[M_WALL] : 0);
+    if (cfg[c].runs < lo) lo = cfg[c].runs;
+    if (cfg[c].runs > hi) hi = cfg[c].runs;
+  }
+  printf("compare %s: %d configurations, %d", o->file, n, lo);
+  if (hi > lo) printf(" to %d", hi);
+  printf(" interleaved runs each (at least %d and %.2g s of replay)%s\n", o->policy.reps, o->policy.min_time,
+         partial ? "; PARTIAL: interrupted, the runs finished so far" : "");
+  printf("speed-up: %s's median %s over each one's, with its 95%% bootstrap confidence\n"
+         "interval; ~ marks an interval that holds 1 (no difference beyond the noise).\n"
+         "Times: median [min-max] over the runs; the other columns: medians.\n\n",
+         cfg[0].label, metric_words[o->metric]);
+}
+
+static void print_speedup(const struct compare_opts *o, const struct config *c, char *buf, size_t n) {
+  enum metric m = metric_choice[o->metric];
+  const struct config *base = &o->list.cfg[0];
+  struct verdict v;
+  if (c == base) {
+    (void)snprintf(buf, n, "1 (baseline)");
+    return;
+  }
+  if (!base->runs || !c->runs) {
+    (void)snprintf(buf, n, "-");
+    return;
+  }
+  compare_configs(base, c, m, &v); /* base / c: above 1 when c is faster */
+  /* a table cell: truncation is harmless */
+  (void)snprintf(buf, n, "%.2fx [%.2f-%.2f]%s", v.ratio, v.lo, v.hi, v.lo <= 1 && v.hi >= 1 ? " ~" : "");
+}
+
+static void print_table(const struct compare_opts *o) {
+  const struct config *cfg = o->list.cfg;
+  enum metric m = metric_choice[o->metric], other = m == M_CPU ? M_WALL : M_CPU;
+  int n = o->list.n, w = 13;
+  char head[64];
+  for (int c = 0; c < n; c++)
+    if ((int)strlen(cfg[c].label) > w) w = (int)strlen(cfg[c].label);
+  if (w > 44) w = 44;
+  (void)snprintf(head, sizeof head, "speed-up (%s)", m == M_CPU ? "cpu" : "wall");
+  printf("%-*s %4s  ", w, "configuration", "runs");
+  print_cell(m == M_CPU ? "cpu time" : "wall time", 26);
+  print_cell(head, 22);
+  print_cell(m == M_CPU ? "wall time" : "cpu time", 10);
+  printf(" %8s %8s %7s %9s %8s %9s %9s\n", "op p50", "op p99", "faults", "peak RSS", "huge cov", "TLB walks",
+         "walks 4K");
+  for (int c = 0; c < n; c++) {
+    static const enum metric rest[] = { M_P50, M_P99, M_FAULTS, M_PEAK_RSS, M_COVERAGE, M_TLB, M_TLB_4K };
+    static const int width[] = { 8, 8, 7, 9, 8, 9, 9 };
+    char cell[600];
+    printf("%-*.*s %4d  ", w, w, cfg[c].label, cfg[c].runs);
+    fmt_spread(&cfg[c], m, cell, sizeof cell);
+    print_cell(cell, 26);
+    print_speedup(o, &cfg[c], cell, sizeof cell);
+    print_cell(cell, 22);
+    fmt_metric(other, cfg[c].med[other], cell, sizeof cell);
+    print_cell(cell, 10);
+    for (size_t k = 0; k < sizeof rest / sizeof *rest; k++) {
+      fmt_metric(rest[k], cfg[c].med[rest[k]], cell, sizeof cell);
+      putchar(' ');
+      print_cell_right(cell, width[k]);
+    }
+    row_note(&cfg[c], cell, sizeof cell);
+    printf("%s%s\n", cell[0] ? "  " : "", cell);
   }
 }
 
@@ -239,72 +276,123 @@ static void print_metrics(const double *v) {
   printf("}");
 }
 
-static void print_json(const char *file, const struct config *cfg, int n, int reps) {
+static void print_config_json(const struct compare_opts *o, const struct config *c) {
+  enum metric m = metric_choice[o->metric];
+  double vals[MAX_RUNS], lo, hi;
+  char note[600];
+  printf("{\"allocator\":");
+  json_str(stdout, c->alloc);
+  printf(",\"tunables\":");
+  json_str(stdout, c->tun);
+  printf(",\"tunables_requested\":");
+  json_str(stdout, c->req);
+  printf(",\"not_applied\":");
+  json_str(stdout, c->dropped);
+  row_note(c, note, sizeof note);
+  printf(",\"note\":");
+  json_str(stdout, note);
+  printf(",\"median\":");
+  print_metrics(c->med);
+  for (int k = 0; k < 2; k++) {
+    enum metric t = k ? M_CPU : M_WALL;
+    config_values(c, t, vals);
+    stats_minmax(vals, c->runs, &lo, &hi);
+    printf(",\"%s_min\":%.6g,\"%s_max\":%.6g", metric_names[t], lo, metric_names[t], hi);
+  }
+  if (c != &o->list.cfg[0] && c->runs && o->list.cfg[0].runs) {
+    struct verdict v;
+    compare_configs(&o->list.cfg[0], c, m, &v);
+    printf(",\"speedup\":%.6g,\"speedup_ci95\":[%.6g,%.6g]", v.ratio, v.lo, v.hi);
+  } else
+    printf(",\"speedup\":1,\"speedup_ci95\":[1,1]");
+  printf(",\"runs\":[");
+  for (int r = 0; r < c->runs; r++) {
+    printf("%s", r ? "," : "");
+    print_metrics(c->v[r]);
+  }
+  printf("]}");
+}
+
+static void print_json(const struct compare_opts *o, int partial) {
   printf("{\"file\":");
-  json_str(stdout, file);
-  printf(",\"reps\":%d,\"configs\":[", reps);
-  for (int c = 0; c < n; c++) {
-    printf("%s{\"allocator\":", c ? "," : "");
-    json_str(stdout, cfg[c].alloc);
-    printf(",\"tunables\":");
-    json_str(stdout, cfg[c].tun);
-    printf(",\"median\":");
-    print_metrics(cfg[c].med);
-    printf(",\"runs\":[");
-    for (int r = 0; r < cfg[c].runs; r++) {
-      printf("%s", r ? "," : "");
-      print_metrics(cfg[c].v[r]);
-    }
-    printf("]}");
+  json_str(stdout, o->file);
+  printf(",\"metric\":\"%s\",\"reps\":%d,\"min_time_s\":%.6g,\"partial\":%s,\"configs\":[",
+         metric_names[metric_choice[o->metric]], o->policy.reps, o->policy.min_time, partial ? "true" : "false");
+  for (int c = 0; c < o->list.n; c++) {
+    printf("%s", c ? "," : "");
+    print_config_json(o, &o->list.cfg[c]);
   }
   printf("]}\n");
 }
 
-static int write_svg(const char *path, const char *file, const struct config *cfg, int n) {
-  /* Groups: metrics relative to the first configuration; series: configurations.  */
-  static const int idx[] = { M_WALL, M_CPU, M_PEAK_RSS, M_TLB, M_TLB_CYCLES };
-  const char *labels[] = { "wall time",         "CPU time",           "peak RSS",
-                           "TLB walks (model)", "TLB cycles (model)", "huge-page coverage" };
-  int ng = 6;
-  double *v = calloc((size_t)ng * (size_t)n, sizeof *v);
-  const char **ser = calloc((size_t)n, sizeof *ser);
-  if (!v || !ser) {
-    free(v);
-    free(ser);
-    return -1;
-  }
+/* The chart: one panel per quantity, a bar per configuration.  */
+static int write_svg(const struct compare_opts *o) {
+  const struct config *cfg = o->list.cfg;
+  enum metric m = metric_choice[o->metric];
+  int n = o->list.n;
+  double time[MAX_CONFIGS], lo[MAX_CONFIGS], hi[MAX_CONFIGS], rss[MAX_CONFIGS], cov[MAX_CONFIGS], tlb[MAX_CONFIGS];
+  const char *labels[MAX_CONFIGS];
   for (int c = 0; c < n; c++) {
-    ser[c] = cfg[c].label;
-    for (int g = 0; g < 5; g++) {
-      double base = cfg[0].med[idx[g]];
-      v[g * n + c] = base > 0 ? cfg[c].med[idx[g]] / base : 0;
-    }
-    v[5 * n + c] = cfg[c].med[M_COVERAGE];
+    struct verdict v = { 1, 1, 1, 1 };
+    if (c && cfg[c].runs && cfg[0].runs) compare_configs(&cfg[c], &cfg[0], m, &v); /* c / base: lower is better */
+    time[c] = v.ratio;
+    lo[c] = v.lo;
+    hi[c] = v.hi;
+    rss[c] = cfg[c].med[M_PEAK_RSS] * 1024;
+    cov[c] = cfg[c].med[M_COVERAGE] * 100;
+    tlb[c] = cfg[c].med[M_TLB];
+    labels[c] = cfg[c].label;
   }
-  char title[512];
-  (void)snprintf(title, sizeof title, "hpm compare %.200s (relative to %.200s; coverage absolute)", file, cfg[0].label);
-  int rc = svg_bars(path, title, labels, ng, ser, n, v, "");
-  free(v);
-  free(ser);
-  return rc;
+  char sub[700], t1[400], a1[400];
+  /* titles: truncation is harmless */
+  (void)snprintf(sub, sizeof sub, "%.400s: medians of %d interleaved runs per configuration", o->file, cfg[0].runs);
+  (void)snprintf(t1, sizeof t1, "%s relative to %.200s (median, 95%% CI; lower is better)",
+                 m == M_CPU ? "CPU time" : "Wall time", cfg[0].label);
+  (void)snprintf(a1, sizeof a1, "%s / %.200s's (1 = as fast; 0.5 = twice as fast)",
+                 m == M_CPU ? "CPU time (user + sys)" : "wall time", cfg[0].label);
+  int tlb_log = svg_spans_decades(tlb, n);
+  const struct svg_hpanel p[] = {
+    { t1, a1, SVG_RATIO, 0, time, lo, hi, 1 },
+    { "Peak RSS growth (lower is better)", "bytes over the replayer's own", SVG_BYTES, 0, rss, NULL, NULL, -1 },
+    { "Huge-page coverage of the live heap at its peak (higher is better)", "share of its resident bytes on huge pages",
+      SVG_PERCENT, 0, cov, NULL, NULL, -1 },
+    { tlb_log ? "TLB page walks, modelled (log scale; lower is better)" : "TLB page walks, modelled (lower is better)",
+      "page walks in the TLB model", SVG_COUNT, tlb_log, tlb, NULL, NULL, -1 },
+  };
+  struct svg_text t = { "hpm compare", sub, NULL };
+  return svg_hbars(o->svg, &t, labels, n, p, 4);
 }
 
 /* Returns 0, or 1 when the SVG could not be written.  */
-static int compare_report(const struct compare_opts *o) {
+static int compare_report(const struct compare_opts *o, int partial) {
   if (o->json)
-    print_json(o->file, o->list.cfg, o->list.n, o->reps);
-  else
-    print_table(o->list.cfg, o->list.n, o->reps);
-  if (o->svg && write_svg(o->svg, o->file, o->list.cfg, o->list.n)) {
+    print_json(o, partial);
+  else {
+    print_header(o, partial);
+    print_table(o);
+  }
+  if (!o->svg) return 0;
+  if (write_svg(o)) {
     fprintf(stderr, "hpm compare: cannot write %s\n", o->svg);
     return 1;
   }
+  fprintf(stderr, "hpm compare: wrote %s\n", o->svg);
   return 0;
 }
 
+/* ======================================================================== hpm compare */
 int cmd_compare(int argc, char **argv) {
   struct compare_opts o;
+  struct config *list[MAX_CONFIGS];
   int rc = compare_parse(argc, argv, &o);
   if (rc != ARGS_RUN) return rc;
-  return compare_run(&o) ? 1 : compare_report(&o);
+  int fd = replay_load(o.file, &o.ro, o.max_mem);
+  if (fd < 0) return 1;
+  for (int c = 0; c < o.list.n; c++) list[c] = &o.list.cfg[c];
+  catch_sigint();
+  rc = measure(fd, &o.ro, list, o.list.n, &o.policy, "compare");
+  close(fd);
+  if (rc == 1) return 1;
+  int svg_rc = compare_report(&o, rc == RUN_INTERRUPTED);
+  return rc == RUN_INTERRUPTED ? RUN_INTERRUPTED : svg_rc;
 }

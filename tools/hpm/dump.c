@@ -20,7 +20,8 @@ static const struct arg_opt dump_args[] = {
 static const struct arg_cmd dump_cmd = {
   .name = "dump",
   .synopsis = "usage: hpm dump FILE\n",
-  .help = "Prints the header and one line per event.\n",
+  .help = "Prints the trace's header, a line naming the columns, then one line per event\n"
+          "in time order (the recorder's clock; events of the same time in file order).\n",
   .args = dump_args,
 };
 
@@ -38,20 +39,44 @@ static const struct arg_cmd reencode_cmd = {
   .args = reencode_args,
 };
 
-static void dump_report(const struct hpm_trace *tr) {
+/* Events in time order; the same time: file order (qsort is not stable).  */
+static const struct hpm_trace *sort_tr;
+static int by_time(const void *a, const void *b) {
+  size_t i = *(const size_t *)a, j = *(const size_t *)b;
+  uint64_t ti = sort_tr->ev[i].t, tj = sort_tr->ev[j].t;
+  return ti != tj ? (ti < tj ? -1 : 1) : (i > j) - (i < j);
+}
+
+/* The header, the columns' names, the events in time order (the file
+   holds them chunk by chunk, a chunk one thread's events in program
+   order: threads are not interleaved there).  Returns 0, or 1 when out
+   of memory.  */
+static int dump_report(const struct hpm_trace *tr) {
   const struct hpm_header *h = &tr->hdr;
+  size_t *order = malloc((tr->nev ? tr->nev : 1) * sizeof *order);
+  if (!order) {
+    fprintf(stderr, "hpm dump: out of memory sorting %zu events\n", tr->nev);
+    return 1;
+  }
+  for (size_t k = 0; k < tr->nev; k++) order[k] = k;
+  sort_tr = tr;
+  qsort(order, tr->nev, sizeof *order, by_time);
   printf("version %u page_size %llu thp %llu pid %llu ppid %llu clock %llu chunks %zu events %zu\ncmdline:", h->version,
          (unsigned long long)h->page_size, (unsigned long long)h->thp_mode, (unsigned long long)h->pid,
          (unsigned long long)h->ppid, (unsigned long long)h->clock_id, tr->nchunks, tr->nev);
   for (size_t k = 0; k < h->cmdline_len; k++) putchar(h->cmdline[k] ? h->cmdline[k] : ' ');
   putchar('\n');
+  printf("# events in time order (ties in file order): thread time_ns kind [FAIL] [OLD_FREED] size= arg= id= ref= "
+         "dur=\n");
   for (size_t k = 0; k < tr->nev; k++) {
-    const struct hpm_event *e = &tr->ev[k];
+    const struct hpm_event *e = &tr->ev[order[k]];
     printf("%u %llu %s%s%s size=%llu arg=%llu id=%llu ref=%llu dur=%llu\n", e->thread, (unsigned long long)e->t,
            hpm_kind_name(e->kind), e->flags & HPM_F_FAIL ? " FAIL" : "", e->flags & HPM_F_OLD_FREED ? " OLD_FREED" : "",
            (unsigned long long)e->size, (unsigned long long)e->arg, (unsigned long long)e->id,
            (unsigned long long)e->ref, (unsigned long long)e->dur);
   }
+  free(order);
+  return 0;
 }
 
 int cmd_dump(int argc, char **argv) {
@@ -60,9 +85,9 @@ int cmd_dump(int argc, char **argv) {
   int rc = args_parse(&dump_cmd, argc, argv, &o);
   if (rc != ARGS_RUN) return rc;
   if (load_trace(o.file, &tr, NULL)) return 1;
-  dump_report(&tr);
+  rc = dump_report(&tr);
   hpm_trace_free(&tr);
-  return 0;
+  return rc;
 }
 
 /* Encode TR into the file OUT.  Returns 0, or 1 after a message.  */

@@ -74,6 +74,22 @@ void json_str(FILE *f, const char *s);
 /* Flat JSON objects as produced by `hpm replay --json`.  */
 int json_get_num(const char *json, const char *key, double *out);
 
+/* allocators.c: the allocators hpm knows and the malloc tunables each
+   reads (ordered: an entry needing READS_GLIBC is read by READS_GLIBC and
+   READS_ALL allocators); --tunables checked against tunables/tunables.c.  */
+enum { READS_UNKNOWN = -1, READS_NONE, READS_GLIBC, READS_ALL };
+void installed_allocators(char *buf, size_t n);           /* "glibc, hpmalloc, jemalloc" */
+int allocator_missing(const char *cmd, const char *name); /* says what is installed; returns 1 */
+int allocator_reads(const char *name);                    /* READS_*: glibc, hpmalloc, a lib*.so path */
+const char *allocator_reads_text(const char *name);       /* "reads no GLIBC_TUNABLES malloc tunable" */
+/* TUN (GLIBC_TUNABLES syntax) split into the entries allocator ALLOC reads
+   (EFF) and those it does not (DROPPED); both cut to fit.  */
+void tunables_split(const char *alloc, const char *tun, char *eff, size_t effn, char *dropped, size_t dn);
+/* 0, or -1 with why in ERR (the first entry hpmalloc would ignore: an
+   unknown name with the valid ones, a value not a number, out of range).  */
+int tunables_check(const char *s, char *err, size_t errlen);
+int tunables_arg(void *field, const char *val, char *err, size_t errlen); /* ARG_FN: a checked const char * */
+
 /* Commands: `hpm NAME ARGS...` runs cmd_NAME(argc, argv) with argv[0] =
    NAME (the table in hpm.c); the result is the exit status.  */
 int cmd_record(int argc, char **argv);    /* record.c */

@@ -2,6 +2,7 @@
    then name and summarise the trace files it left.  MIT licence.  */
 #include "args.h"
 #include "hpm.h"
+#include "stats.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -164,8 +165,10 @@ static void report_file(const char *path, int show, uint64_t *events, uint64_t *
     if (sz < 0) sz = 0;
     (void)fclose(f); /* opened for reading: nothing to lose */
   }
+  char size[32];
+  fmt_bytes((double)sz, size, sizeof size);
   if (show)
-    fprintf(stderr, "hpm record: %s: %zu events, %ld bytes (%.2f bytes/event)\n", path, tr.nev, sz,
+    fprintf(stderr, "hpm record: %s: %zu events, %s (%.2f bytes/event)\n", path, tr.nev, size,
             tr.nev ? (double)sz / (double)tr.nev : 0.0);
   *events += tr.nev;
   *bytes += (uint64_t)sz;
@@ -180,9 +183,10 @@ static void record_report(const char *abs, double wall) {
   if (glob(pat, 0, NULL, &g) != 0) return;
   uint64_t events = 0, bytes = 0;
   for (size_t k = 0; k < g.gl_pathc; k++) report_file(g.gl_pathv[k], g.gl_pathc <= 10 || k == 0, &events, &bytes);
-  fprintf(stderr, "hpm record: %zu file(s)%s, %llu events, %llu bytes, %.2f s\n", g.gl_pathc,
-          g.gl_pathc > 10 ? " (one per process: FILE.<pid>)" : "", (unsigned long long)events,
-          (unsigned long long)bytes, wall);
+  char size[32];
+  fmt_bytes((double)bytes, size, sizeof size);
+  fprintf(stderr, "hpm record: %zu file(s)%s, %llu events, %s, %.2f s\n", g.gl_pathc,
+          g.gl_pathc > 10 ? " (one per process: FILE.<pid>)" : "", (unsigned long long)events, size, wall);
   globfree(&g);
 }
 

@@ -2,9 +2,11 @@
    into a memfd and runs `hpm __engine` (engine.c) with the allocator
    preloaded and the tunables set, then reports what the engine measured.
    compare and tune run replays through it too.  MIT licence.  */
-#include "replay.h"
+#include "compare.h"
+#include "stats.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -28,15 +30,21 @@ struct replay_cmd_opts {
   const char *file;
   int json;
   uint64_t max_mem;
+  struct run_policy policy;
   struct replay_opts ro;
 };
 
 static const struct arg_opt replay_args[] = {
   { .name = "FILE", .kind = ARG_STR, .off = offsetof(struct replay_cmd_opts, file), .required = 1, .doc = "the trace" },
   { .name = "--allocator", .kind = ARG_STR, .off = offsetof(struct replay_cmd_opts, ro.allocator), .meta = "NAME" },
-  { .name = "--tunables", .kind = ARG_STR, .off = offsetof(struct replay_cmd_opts, ro.tunables), .meta = "STR" },
+  { .name = "--tunables",
+    .kind = ARG_FN,
+    .off = offsetof(struct replay_cmd_opts, ro.tunables),
+    .meta = "STR",
+    .set = tunables_arg },
   { .name = "--max-memory", .kind = ARG_SIZE, .off = offsetof(struct replay_cmd_opts, max_mem) },
   { .name = "--json", .kind = ARG_FLAG, .off = offsetof(struct replay_cmd_opts, json) },
+  { .kind = ARG_TABLE, .off = offsetof(struct replay_cmd_opts, policy), .sub = measure_args },
   { .kind = ARG_TABLE, .off = offsetof(struct replay_cmd_opts, ro), .sub = replay_common_args },
   { 0 },
 };
@@ -45,19 +53,25 @@ static const struct arg_cmd replay_cmd = {
   .name = "replay",
   .synopsis = "usage: hpm replay FILE [--allocator hpmalloc|glibc|jemalloc|mimalloc|tcmalloc|PATH.so]\n"
               "                       [--tunables STR] [--threads faithful|serial] [--touch none|first|full]\n"
-              "                       [--tlb PRESET|cpuid|custom:...] [--max-memory SIZE] [--json]\n",
+              "                       [--tlb PRESET|cpuid|custom:...] [--reps N] [--min-time SECONDS]\n"
+              "                       [--max-memory SIZE] [--json]\n",
   .help = "Replays the trace in a child process with the allocator preloaded and\n"
-          "GLIBC_TUNABLES=STR: one real thread per traced thread (faithful, default) or\n"
+          "GLIBC_TUNABLES=STR (checked against hpmalloc's table; set only if the\n"
+          "allocator reads it): one real thread per traced thread (faithful, default) or\n"
           "all operations in one thread in time order (serial); a free of another\n"
           "thread's object waits for its allocation.  --touch: write nothing, the first\n"
           "byte of each block (first, default) or one byte per 4 KiB page (full).\n"
+          "Repeats the replay at least N times (--reps, default 1) and until the runs\n"
+          "total SECONDS of replay (--min-time, default 0.5; at most 200 runs); wall and\n"
+          "CPU time are given as median [min-max], the rest from the median run.\n"
           "Reports wall and CPU time, ns per operation (p50/p99), minor faults, peak RSS\n"
           "(growth over the replayer's own baseline), the ideal RSS (peak live bytes),\n"
           "huge-page coverage at the peak (smaps; per 2 MiB from pagemap and kpageflags\n"
           "as root) and a TLB model's misses and cycles with 4 KiB pages everywhere vs\n"
           "the page sizes that backed each address.  --json prints one object (keys\n"
           "include wall_s, cpu_s, ns_p50, ns_p99, minor_faults, peak_rss_kb,\n"
-          "peak_live_bytes, hugepage_coverage, tlb_misses, tlb_misses_4k, ops).\n"
+          "peak_live_bytes, hugepage_coverage, tlb_misses, tlb_misses_4k, ops, runs,\n"
+          "wall_s_median, wall_s_min, wall_s_max, cpu_s_median, cpu_s_min, cpu_s_max).\n"
           "--tlb: auto (default: CPUID leaf 0x18 or 0x80000005/6/19, else skylake),\n"
           "cpuid, a preset, or custom:l1=ENTRIES/WAYS,l1h=E/W,l2=E/W,hit=CYCLES,walk=CYCLES\n"
           "[,l1g=E/W,l2g=E/W] (1 GiB levels; 0/0: none, 1 GiB pages then use the 2M ones).\n"
@@ -179,12 +193,14 @@ static void read_all(int fd, char *out, size_t outlen) {
   out[n] = 0;
 }
 
-/* Wait for the engine PID; 0 if it succeeded, else -1 after a message.  */
+/* Wait for the engine PID; 0 if it succeeded, else -1 after a message
+   (none for an engine that Ctrl-C ended while hpm catches it).  */
 static int wait_engine(pid_t pid, const struct replay_opts *o) {
   int st;
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
     ;
   if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return 0;
+  if (WIFSIGNALED(st) && WTERMSIG(st) == SIGINT && sigint_caught()) return -1;
   if (WIFSIGNALED(st))
     fprintf(stderr, "hpm: replay under %s%s%s was killed by signal %d (%s)\n", o->allocator ? o->allocator : "glibc",
             o->tunables ? " " : "", o->tunables ? o->tunables : "", WTERMSIG(st), strsignal(WTERMSIG(st)));
@@ -223,79 +239,149 @@ int replay_run(int fd, const struct replay_opts *o, char *out, size_t outlen) {
 /* The options, checked; ARGS_RUN or the exit status.  */
 static int replay_parse(int argc, char **argv, struct replay_cmd_opts *o) {
   *o = (struct replay_cmd_opts){ .max_mem = replay_default_max_mem(),
+                                 .policy = { .reps = 1, .min_time = DEFAULT_MIN_TIME },
                                  .ro = { .allocator = "glibc", .touch = TOUCH_FIRST } };
   tlb_geom_get("auto", &o->ro.geom, NULL, 0);
   int rc = args_parse(&replay_cmd, argc, argv, o);
-  if (rc == ARGS_RUN) o->ro.walk_ns = tlbcost_cached_ns();
-  return rc;
+  if (rc != ARGS_RUN) return rc;
+  if (!allocator_found(o->ro.allocator)) return allocator_missing("replay", o->ro.allocator);
+  if (strlen(o->ro.allocator) >= sizeof((struct config *)NULL)->alloc)
+    return args_usage_error(&replay_cmd, "--allocator %s: name too long", o->ro.allocator);
+  o->ro.walk_ns = tlbcost_cached_ns();
+  return ARGS_RUN;
 }
+
+/* The run whose wall time is the median (the lower of the middle two).  */
+static int median_run(const struct config *c) {
+  int best = 0;
+  for (int r = 0; r < c->runs; r++) {
+    int below = 0, same = 0;
+    for (int q = 0; q < c->runs; q++) {
+      below += c->v[q][M_WALL] < c->v[r][M_WALL];
+      same += c->v[q][M_WALL] == c->v[r][M_WALL];
+    }
+    if (below <= (c->runs - 1) / 2 && below + same > (c->runs - 1) / 2) best = r;
+  }
+  return best;
+}
+
+enum unit { U_COUNT, U_NS, U_KIB, U_BYTES, U_FRACTION };
 
 static void print_text(const char *json) {
   static const struct {
-    const char *key, *label, *fmt;
-    double scale;
+    const char *key, *label;
+    enum unit unit;
   } rows[] = {
-    { "ops", "operations", "%.0f", 1 },
-    { "wall_s", "wall time (s)", "%.4f", 1 },
-    { "cpu_s", "CPU time (s)", "%.4f", 1 },
-    { "ns_p50", "ns per op, p50", "%.0f", 1 },
-    { "ns_p99", "ns per op, p99", "%.0f", 1 },
-    { "minor_faults", "minor faults", "%.0f", 1 },
-    { "peak_rss_kb", "peak RSS growth (KiB)", "%.0f", 1 },
-    { "peak_live_bytes", "ideal RSS: peak live (KiB)", "%.0f", 1.0 / 1024 },
-    { "rss_at_peak_kb", "RSS at the peak (KiB)", "%.0f", 1 },
-    { "hugepage_coverage", "huge-page coverage at peak", "%.3f", 1 },
-    { "live_bytes_on_huge", "live bytes on huge pages", "%.3f", 1 },
-    { "tlb_accesses", "TLB model: accesses", "%.0f", 1 },
-    { "tlb_misses_4k", "TLB model: walks, all 4 KiB", "%.0f", 1 },
-    { "tlb_misses", "TLB model: walks, actual pages", "%.0f", 1 },
-    { "tlb_cycles_4k", "TLB model: cycles, all 4 KiB", "%.0f", 1 },
-    { "tlb_cycles", "TLB model: cycles, actual", "%.0f", 1 },
-    { "tlb_est_ns_4k", "TLB model: walk ns, all 4 KiB", "%.0f", 1 },
-    { "tlb_est_ns", "TLB model: walk ns, actual", "%.0f", 1 },
-    { "tlb_est_ns_saved", "TLB model: ns saved (tlbcost)", "%.0f", 1 },
-    { "alloc_failures", "failed allocations", "%.0f", 1 },
+    { "ns_p50", "time per op, p50", U_NS },
+    { "ns_p99", "time per op, p99", U_NS },
+    { "minor_faults", "minor faults", U_COUNT },
+    { "peak_rss_kb", "peak RSS growth", U_KIB },
+    { "peak_live_bytes", "ideal RSS: peak live bytes", U_BYTES },
+    { "rss_at_peak_kb", "RSS at the peak", U_KIB },
+    { "hugepage_coverage", "huge-page coverage at peak", U_FRACTION },
+    { "live_bytes_on_huge", "live bytes on huge pages", U_FRACTION },
+    { "tlb_accesses", "TLB model: accesses", U_COUNT },
+    { "tlb_misses_4k", "TLB model: walks, all 4 KiB", U_COUNT },
+    { "tlb_misses", "TLB model: walks, actual pages", U_COUNT },
+    { "tlb_cycles_4k", "TLB model: cycles, all 4 KiB", U_COUNT },
+    { "tlb_cycles", "TLB model: cycles, actual", U_COUNT },
+    { "tlb_est_ns_4k", "TLB model: walk time, all 4 KiB", U_NS },
+    { "tlb_est_ns", "TLB model: walk time, actual", U_NS },
+    { "tlb_est_ns_saved", "TLB model: time saved (tlbcost)", U_NS },
+    { "alloc_failures", "failed allocations", U_COUNT },
   };
   double walk = 0;
   json_get_num(json, "tlb_walk_ns", &walk);
   for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
     double v;
+    char buf[32];
     if (!strncmp(rows[i].key, "tlb_est_ns", 10) && walk <= 0) continue; /* no `hpm tlbcost` result */
-    if (json_get_num(json, rows[i].key, &v) == 0) {
-      printf("%-32s ", rows[i].label);
-      printf(rows[i].fmt, v * rows[i].scale);
-      putchar('\n');
+    if (json_get_num(json, rows[i].key, &v)) continue;
+    switch (rows[i].unit) {
+    case U_NS: fmt_seconds(v * 1e-9, buf, sizeof buf); break;
+    case U_KIB: fmt_bytes(v * 1024, buf, sizeof buf); break;
+    case U_BYTES: fmt_bytes(v, buf, sizeof buf); break;
+    case U_FRACTION: (void)snprintf(buf, sizeof buf, "%.1f%%", v * 100); break; /* fits */
+    default: (void)snprintf(buf, sizeof buf, "%.0f", v); break;                 /* fits */
     }
+    printf("%-32s %s\n", rows[i].label, buf);
   }
 }
 
-static void replay_report(const struct replay_cmd_opts *o, const char *json) {
+static void report_text(const struct replay_cmd_opts *o, const struct config *c, const char *json, int partial) {
   const struct replay_opts *r = &o->ro;
-  if (o->json) {
-    fputs(json, stdout);
-    return;
-  }
-  printf("replay of %s under %s%s%s (%s threads, touch %s, TLB model %s)\n", o->file, r->allocator,
-         r->tunables ? ", GLIBC_TUNABLES=" : "", r->tunables ? r->tunables : "", r->serial ? "serial" : "faithful",
+  char buf[128];
+  double ops = 0;
+  printf("replay of %s under %s%s%s (%s threads, touch %s, TLB model %s)\n", o->file, c->alloc,
+         c->tun[0] ? ", GLIBC_TUNABLES=" : "", c->tun, r->serial ? "serial" : "faithful",
          r->touch == TOUCH_NONE    ? "none"
          : r->touch == TOUCH_FIRST ? "first"
                                    : "full",
          r->geom.name);
+  if (c->dropped[0]) printf("tunables not applied: %s (%s %s)\n", c->dropped, c->alloc, allocator_reads_text(c->alloc));
+  printf("%d run%s (at least %d and %.2g s of replay)%s; times: median [min-max]; the rest: the median run\n", c->runs,
+         c->runs == 1 ? "" : "s", o->policy.reps, o->policy.min_time,
+         partial ? "; PARTIAL: interrupted, the runs finished so far" : "");
+  json_get_num(json, "ops", &ops);
+  printf("%-32s %.0f\n", "operations", ops);
+  fmt_spread(c, M_WALL, buf, sizeof buf);
+  printf("%-32s %s\n", "wall time", buf);
+  fmt_spread(c, M_CPU, buf, sizeof buf);
+  printf("%-32s %s\n", "CPU time", buf);
   print_text(json);
 }
 
+/* The median run's JSON with the summary of every run appended.  */
+static void report_json(const struct replay_cmd_opts *o, const struct config *c, const char *json, int partial) {
+  size_t len = strlen(json);
+  while (len && (json[len - 1] == '\n' || json[len - 1] == '}')) len--;
+  printf("%.*s,\"runs\":%d,\"reps\":%d,\"min_time_s\":%.6g,\"partial\":%s,\"not_applied\":", (int)len, json, c->runs,
+         o->policy.reps, o->policy.min_time, partial ? "true" : "false");
+  json_str(stdout, c->dropped);
+  for (int k = 0; k < 2; k++) {
+    enum metric m = k ? M_CPU : M_WALL;
+    double vals[MAX_RUNS], lo, hi;
+    config_values(c, m, vals);
+    stats_minmax(vals, c->runs, &lo, &hi);
+    printf(",\"%s_median\":%.6f,\"%s_min\":%.6f,\"%s_max\":%.6f,\"%s_all\":[", metric_names[m], c->med[m],
+           metric_names[m], lo, metric_names[m], hi, metric_names[m]);
+    for (int r = 0; r < c->runs; r++) printf("%s%.6f", r ? "," : "", vals[r]);
+    printf("]");
+  }
+  printf("}\n");
+}
+
+static char *runs_json[MAX_RUNS]; /* the engine's JSON of each run */
+
+static void keep_json(int run, const char *json) { runs_json[run] = strdup(json); }
+
 int cmd_replay(int argc, char **argv) {
+  static struct config c;
   struct replay_cmd_opts o;
-  static char out[65536];
   int rc = replay_parse(argc, argv, &o);
   if (rc != ARGS_RUN) return rc;
   int fd = replay_load(o.file, &o.ro, o.max_mem);
   if (fd < 0) return 1;
-  progress("replaying %s under %s", o.file, o.ro.allocator);
-  rc = replay_run(fd, &o.ro, out, sizeof out);
-  progress_done();
+  config_init(&c, o.ro.allocator, o.ro.tunables ? o.ro.tunables : "");
+  c.inherit = !o.ro.tunables;
+  c.on_run = keep_json;
+  struct config *one = &c;
+  catch_sigint();
+  rc = measure(fd, &o.ro, &one, 1, &o.policy, "replay");
   close(fd);
-  if (rc) return 1;
-  replay_report(&o, out);
-  return 0;
+  if (rc == 1 || (rc && !c.runs)) {
+    if (rc == RUN_INTERRUPTED) fprintf(stderr, "hpm replay: interrupted before a run finished\n");
+    return rc;
+  }
+  const char *json = runs_json[median_run(&c)];
+  if (!json) {
+    fprintf(stderr, "hpm replay: out of memory\n");
+    return 1;
+  }
+  if (o.json)
+    report_json(&o, &c, json, rc == RUN_INTERRUPTED);
+  else
+    report_text(&o, &c, json, rc == RUN_INTERRUPTED);
+  for (int r = 0; r < c.runs; r++) free(runs_json[r]);
+  return rc;
 }

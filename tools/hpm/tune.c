@@ -1,8 +1,24 @@
 /* hpm tune: a search of the malloc tunables for one trace.  Coordinate
    descent: one tunable at a time, each candidate value run interleaved
-   with the current best, medians compared; then the best against the
-   defaults.  Each step is printed as it is decided.  MIT licence.  */
+   with the current best until both have enough runs (runs.c), kept only
+   when its gain clears the noise; then the best against the defaults,
+   measured afresh, under the same rule.  Each step is printed as it is
+   decided.
+
+   The rule (a change must clear both):
+   - a one-sided Mann-Whitney U test (stats.c) of the candidate's runs
+     against the best's at p < 0.01: no assumption about the shape of the
+     run times, and a few runs slowed by other jobs cannot sway it;
+   - a median gain of at least 3%: smaller ones are not worth a change to
+     production tunables even when they are real.
+   The search tries up to 17 candidates, so a false "kept" now and then is
+   expected (each has at most a 1% chance); the final check, a fresh
+   measurement under the same test, is what stands between such a one and
+   a recommendation.  --null-test runs every candidate with the best so
+   far's tunables (every difference then is noise) to check all this on
+   this machine: it must recommend nothing.  MIT licence.  */
 #include "compare.h"
+#include "stats.h"
 
 #include <limits.h>
 #include <stddef.h>
@@ -11,19 +27,52 @@
 #include <unistd.h>
 
 #define MAX_VALUES 6
+#define NPARAMS 6
+#define ALPHA 0.01    /* the test's level */
+#define MIN_GAIN 1.03 /* the smallest median gain kept */
+
+/* The tunables searched (glibc.malloc.NAME), in the order tried.  */
+static const char *const param_names[NPARAMS] = { "hugetlb",        "mmap_threshold", "top_pad",
+                                                  "trim_threshold", "arena_max",      "tcache_count" };
 
 struct tune_opts {
   const char *file, *alloc;
   int objective; /* index in objectives[] */
-  int reps;
+  int null_test;
+  unsigned search; /* bit k: param_names[k] is searched */
+  struct run_policy policy;
   struct replay_opts ro;
 };
 
 /* --objective, in the order of its choices.  */
 static const struct {
-  const char *name;
+  const char *name, *words;
   enum metric metric;
-} objectives[] = { { "wall", M_WALL }, { "cpu", M_CPU }, { "rss", M_PEAK_RSS }, { "tlb", M_TLB_CYCLES } };
+} objectives[] = { { "wall", "wall time", M_WALL },
+                   { "cpu", "CPU time (user + sys)", M_CPU },
+                   { "rss", "peak RSS growth", M_PEAK_RSS },
+                   { "tlb", "modelled TLB cycles", M_TLB_CYCLES } };
+
+/* --search LIST into the unsigned FIELD.  */
+static int search_arg(void *field, const char *val, char *err, size_t errlen) {
+  unsigned set = 0;
+  for (const char *p = val; *p;) {
+    size_t len = strcspn(p, ","), k = 0;
+    while (k < NPARAMS && (strlen(param_names[k]) != len || strncmp(p, param_names[k], len) != 0)) k++;
+    if (k == NPARAMS) {
+      /* a message: truncation is harmless */
+      (void)snprintf(err, errlen,
+                     "bad value '%.*s' (expected a comma-separated list of hugetlb, mmap_threshold, top_pad, "
+                     "trim_threshold, arena_max and tcache_count)",
+                     (int)(len < 100 ? len : 100), p);
+      return -1;
+    }
+    set |= 1u << k;
+    p += len + (p[len] == ',');
+  }
+  *(unsigned *)field = set;
+  return 0;
+}
 
 static const struct arg_opt tune_args[] = {
   { .name = "FILE", .kind = ARG_STR, .off = offsetof(struct tune_opts, file), .required = 1, .doc = "the trace" },
@@ -32,23 +81,33 @@ static const struct arg_opt tune_args[] = {
     .kind = ARG_CHOICE,
     .off = offsetof(struct tune_opts, objective),
     .meta = "wall|cpu|rss|tlb" },
-  { .name = "--reps", .kind = ARG_INT, .off = offsetof(struct tune_opts, reps), .min = 1, .max = MAX_REPS },
+  { .name = "--search", .kind = ARG_FN, .off = offsetof(struct tune_opts, search), .meta = "LIST", .set = search_arg },
+  { .name = "--null-test", .kind = ARG_FLAG, .off = offsetof(struct tune_opts, null_test) },
+  { .kind = ARG_TABLE, .off = offsetof(struct tune_opts, policy), .sub = measure_args },
   { .kind = ARG_TABLE, .off = offsetof(struct tune_opts, ro), .sub = replay_common_args },
   { 0 },
 };
 
 static const struct arg_cmd tune_cmd = {
   .name = "tune",
-  .synopsis = "usage: hpm tune FILE [--allocator NAME] [--objective wall|cpu|rss|tlb] [--reps N] [replay options]\n",
-  .help = "Searches the malloc tunables by replaying FILE (coordinate descent: one\n"
-          "tunable at a time, each candidate run interleaved with the current best,\n"
-          "N times, medians compared; a change is kept when it gains more than 3%):\n"
-          "  glibc.malloc.hugetlb (0, 1, and 2 when the hugetlb pool has pages),\n"
-          "  mmap_threshold, top_pad, trim_threshold, arena_max, tcache_count.\n"
-          "Objectives: wall or cpu time, rss (peak RSS growth), tlb (modelled TLB cycles).\n"
-          "Prints every run and the GLIBC_TUNABLES line it recommends with the gain.\n"
-          "A change is kept only if every one of its runs beats every run of the current\n"
-          "best.  Defaults: --allocator hpmalloc --objective cpu --reps 3 --touch full.\n",
+  .synopsis = "usage: hpm tune FILE [--allocator hpmalloc|glibc|PATH.so] [--objective wall|cpu|rss|tlb]\n"
+              "                     [--search LIST] [--reps N] [--min-time SECONDS] [--null-test] [replay options]\n",
+  .help = "Searches the malloc tunables by replaying FILE: one tunable at a time, each\n"
+          "candidate value run interleaved with the best so far until both have at least\n"
+          "N runs (--reps, default 5) totalling SECONDS of replay (--min-time, default\n"
+          "0.5).  A change is kept only when a one-sided Mann-Whitney U test of its runs\n"
+          "against the best's gives p < 0.01 and its median gains at least 3%; the best\n"
+          "is then measured afresh against the defaults under the same rule, and\n"
+          "recommended only if it passes; otherwise tune says \"no change recommended\".\n"
+          "Tunables (glibc.malloc.*; --search picks some, comma-separated): hugetlb (0, 1,\n"
+          "and 2 when the hugetlb pool has pages), mmap_threshold, top_pad,\n"
+          "trim_threshold, arena_max, tcache_count.\n"
+          "Objectives (lower is better): wall or cpu time, rss (peak RSS growth), tlb\n"
+          "(modelled TLB cycles).  --null-test runs every candidate with the best so\n"
+          "far's tunables, so that every difference is noise: a check of the rule on this\n"
+          "machine, which must recommend nothing.  Ctrl-C stops the search and prints\n"
+          "where it was, marked partial (exit status 130).\n"
+          "Defaults: --allocator hpmalloc --objective cpu --touch full.\n",
   .args = tune_args,
 };
 
@@ -59,14 +118,13 @@ struct tparam {
 };
 
 /* The search: the tunables, the best value of each so far (-1: the
-   default), the image and the runs made.  */
+   default), the image, the runs made and the changes kept.  */
 struct tuner {
   const struct tune_opts *o;
   enum metric metric;
-  struct tparam ps[6];
-  int np;
-  int best[6];
-  int fd, total_runs;
+  struct tparam ps[NPARAMS];
+  int best[NPARAMS];
+  int fd, total_runs, kept;
 };
 
 static int hugetlb_pool(void) {
@@ -86,127 +144,171 @@ static int hugetlb_pool(void) {
 }
 
 static void tune_params(struct tuner *t) {
-  const struct tparam ps[] = {
-    { "hugetlb", { "0", "1", hugetlb_pool() ? "2" : NULL } },
-    { "mmap_threshold", { "131072", "1048576", "33554432" } },
-    { "top_pad", { "0", "2097152", "67108864" } },
-    { "trim_threshold", { "131072", "16777216", "268435456" } },
-    { "arena_max", { "1", "2", "8" } },
-    { "tcache_count", { "0", "16", "128" } },
+  const struct tparam ps[NPARAMS] = {
+    { param_names[0], { "0", "1", hugetlb_pool() ? "2" : NULL } },
+    { param_names[1], { "131072", "1048576", "33554432" } },
+    { param_names[2], { "0", "2097152", "67108864" } },
+    { param_names[3], { "131072", "16777216", "268435456" } },
+    { param_names[4], { "1", "2", "8" } },
+    { param_names[5], { "0", "16", "128" } },
   };
-  t->np = (int)(sizeof ps / sizeof *ps);
   memcpy(t->ps, ps, sizeof ps);
-  for (int k = 0; k < t->np; k++) t->best[k] = -1;
+  for (int k = 0; k < NPARAMS; k++) t->best[k] = -1;
 }
 
-/* C for the tuner's allocator with the tunables CHOICE picks.  */
-static void tuned_config(const struct tuner *t, const int *choice, struct config *c) {
-  char tun[512];
-  tun[0] = 0;
-  for (int k = 0; k < t->np; k++) {
+/* The GLIBC_TUNABLES string CHOICE picks, into BUF.  */
+static void tunables_of(const struct tuner *t, const int *choice, char *buf, size_t n) {
+  buf[0] = 0;
+  for (int k = 0; k < NPARAMS; k++) {
     if (choice[k] < 0) continue;
-    size_t l = strlen(tun);
-    /* fits: the six names and values take under 200 bytes */
-    (void)snprintf(tun + l, sizeof tun - l, "%sglibc.malloc.%s=%s", l ? ":" : "", t->ps[k].name,
-                   t->ps[k].values[choice[k]]);
+    size_t l = strlen(buf);
+    /* fits: callers pass 512 bytes; the six names and values take under 200 */
+    (void)snprintf(buf + l, n - l, "%sglibc.malloc.%s=%s", l ? ":" : "", t->ps[k].name, t->ps[k].values[choice[k]]);
   }
-  config_init(c, t->o->alloc, tun);
-}
-
-/* O->reps runs of A, each followed by one of B when B is given; the
-   medians of both.  PARAM and VALUE name the candidate in the progress
-   line (PARAM NULL: no progress line).  Returns 0, or -1 after a
-   message.  */
-static int run_reps(struct tuner *t, struct config *a, struct config *b, const char *param, const char *value) {
-  int reps = t->o->reps, rc = 0;
-  for (int r = 0; r < reps && rc == 0; r++) {
-    if (param) progress("tune: %s=%s, run %d/%d", param, value, r + 1, reps);
-    rc = config_run(t->fd, &t->o->ro, a) || (b && config_run(t->fd, &t->o->ro, b)) ? -1 : 0;
-    t->total_runs += b ? 2 : 1;
-  }
-  if (param) progress_done();
-  config_medians(a);
-  if (b) config_medians(b);
-  return rc;
 }
 
 /* --- reports ------------------------------------------------------------------ */
-static void report_step(const struct tuner *t, const struct config *cand, const struct config *cur, double rel,
-                        int keep) {
-  printf("  %-70s %12.6g  vs %12.6g  %+6.1f%%%s\n", cand->tun, cand->med[t->metric], cur->med[t->metric],
-         (rel - 1) * 100, keep ? "  kept" : "");
+static void report_head(const struct tuner *t) {
+  const struct tune_opts *o = t->o;
+  printf("tune %s under %s, objective %s (%s; lower is better)\n", o->file, o->alloc, objectives[o->objective].name,
+         objectives[o->objective].words);
+  printf("each candidate runs interleaved with the best so far, each at least %d runs and %.2g s of replay;\n"
+         "a change is kept when a one-sided Mann-Whitney U test gives p < %.2g and its median gains >= %.0f%%\n",
+         o->policy.reps, o->policy.min_time, ALPHA, (MIN_GAIN - 1) * 100);
+  if (o->null_test)
+    printf("NULL TEST: every candidate runs with the best so far's tunables, so every difference is noise\n");
+  printf("\n  %-38s %-26s %-26s %-18s %8s %7s\n", "candidate (on top of the best so far)", "median [range]",
+         "best so far", "ratio [95% CI]", "p", "runs");
+  (void)fflush(stdout);
 }
 
-static void report_final(const struct tuner *t, const struct config *best, const struct config *defaults) {
-  const char *objective = objectives[t->o->objective].name;
-  double gain = best->med[t->metric] > 0 ? defaults->med[t->metric] / best->med[t->metric] : 1;
-  printf("%d runs; final check, %d interleaved runs each: %s %.6g with the tunables vs %.6g with the defaults\n",
-         t->total_runs, t->o->reps, objective, best->med[t->metric], defaults->med[t->metric]);
-  if (best->tun[0] && gain > 1.03)
-    printf("recommended: GLIBC_TUNABLES=%s   (%.2fx on %s)\n", best->tun, gain, objective);
-  else
-    printf("recommended: GLIBC_TUNABLES=   (no tunable gained more than 3%% in the final check; the defaults stand)\n");
+/* One decided step: CAND (named NAME) against CUR.  */
+static void report_step(const struct tuner *t, const char *name, const struct config *cand, const struct config *cur,
+                        const struct verdict *v, int keep) {
+  char a[128], b[128], r[64];
+  fmt_spread(cand, t->metric, a, sizeof a);
+  fmt_spread(cur, t->metric, b, sizeof b);
+  (void)snprintf(r, sizeof r, "%.3g [%.3g-%.3g]", v->ratio, v->lo, v->hi); /* fits */
+  printf("  %-38s ", name);
+  print_cell(a, 27);
+  print_cell(b, 27);
+  printf("%-18s %8.2g %3d+%-3d %s\n", r, v->p, cand->runs, cur->runs,
+         keep                        ? "kept"
+         : cand->runs < 5            ? "(too few runs to tell: 5 needed)"
+         : v->p >= ALPHA             ? "noise"
+         : v->ratio > 1.0 / MIN_GAIN ? "gain below 3%"
+                                     : "");
+  (void)fflush(stdout); /* as it is decided, into a pipe or a file too; errors show at exit */
+}
+
+/* Is CAND better than CUR beyond the noise (V filled)?  */
+static int clears_noise(const struct tuner *t, const struct config *cand, const struct config *cur, struct verdict *v) {
+  compare_configs(cand, cur, t->metric, v);
+  return v->p < ALPHA && cand->med[t->metric] * MIN_GAIN <= cur->med[t->metric];
 }
 
 /* --- the search --------------------------------------------------------------- */
 /* Value V of tunable K against the current best, interleaved; kept (in
-   T->best) only for a clear gain: medians 3% apart and every run of the
-   candidate better than every run of the best.  Returns 0, or -1 after a
-   message.  */
+   T->best) only when it clears the noise.  Returns 0, 1 after a message,
+   or RUN_INTERRUPTED.  */
 static int try_value(struct tuner *t, int k, int v) {
   static struct config cand, cur;
-  int choice[6];
+  char name[128], all[512], tun[512];
+  int choice[NPARAMS];
   memcpy(choice, t->best, sizeof choice);
   choice[k] = v;
-  tuned_config(t, choice, &cand);
-  tuned_config(t, t->best, &cur);
-  if (run_reps(t, &cand, &cur, t->ps[k].name, t->ps[k].values[v])) return -1;
-  enum metric m = t->metric;
-  double rel = cur.med[m] > 0 ? cand.med[m] / cur.med[m] : 1;
-  double cmax = 0, bmin = 1e300;
-  for (int r = 0; r < cand.runs; r++)
-    if (cand.v[r][m] > cmax) cmax = cand.v[r][m];
-  for (int r = 0; r < cur.runs; r++)
-    if (cur.v[r][m] < bmin) bmin = cur.v[r][m];
-  int keep = rel < 0.97 && cmax < bmin;
-  report_step(t, &cand, &cur, rel, keep);
-  if (keep) t->best[k] = v;
+  tunables_of(t, choice, all, sizeof all);
+  tunables_of(t, t->best, tun, sizeof tun);
+  (void)snprintf(name, sizeof name, "glibc.malloc.%s=%s", t->ps[k].name, t->ps[k].values[v]); /* fits */
+  config_init(&cand, t->o->alloc, t->o->null_test ? tun : all);
+  config_init(&cur, t->o->alloc, tun);
+  struct config *pair[2] = { &cand, &cur };
+  int rc = measure(t->fd, &t->o->ro, pair, 2, &t->o->policy, "tune");
+  t->total_runs += cand.runs + cur.runs;
+  if (rc) return rc;
+  struct verdict verdict;
+  int keep = clears_noise(t, &cand, &cur, &verdict);
+  report_step(t, name, &cand, &cur, &verdict, keep);
+  if (keep) {
+    t->best[k] = v;
+    t->kept++;
+  }
   return 0;
 }
 
-/* The defaults, then every value of every tunable in turn, then the best
-   against the defaults.  Returns 0, or 1 after a message.  */
-static int tune_run(struct tuner *t) {
-  static struct config defaults, best;
-  int none[6] = { -1, -1, -1, -1, -1, -1 };
-  tuned_config(t, none, &defaults);
-  printf("tuning %s under %s, objective %s (median of %d)\n", t->o->file, t->o->alloc, objectives[t->o->objective].name,
-         t->o->reps);
-  if (run_reps(t, &defaults, NULL, NULL, NULL)) return 1;
-  printf("  %-70s %12.6g\n", "(defaults)", defaults.med[t->metric]);
-  for (int k = 0; k < t->np; k++)
-    for (int v = 0; v < MAX_VALUES && t->ps[k].values[v]; v++)
-      if (try_value(t, k, v)) return 1;
-  tuned_config(t, t->best, &best);
-  tuned_config(t, none, &defaults);
-  if (run_reps(t, &best, &defaults, NULL, NULL)) return 1;
-  report_final(t, &best, &defaults);
+/* The best against the defaults, measured afresh; the recommendation.
+   Returns 0, 1 after a message, or RUN_INTERRUPTED.  */
+static int final_check(struct tuner *t) {
+  static struct config best, defaults;
+  const char *obj = objectives[t->o->objective].name;
+  char tun[512], a[128], b[128];
+  struct verdict v;
+  if (!t->kept) {
+    printf("\nno change recommended: no tunable's gain cleared the noise (one-sided Mann-Whitney U p < %.2g and a "
+           "median gain of at least %.0f%%); the defaults stand\n",
+           ALPHA, (MIN_GAIN - 1) * 100);
+    return 0;
+  }
+  tunables_of(t, t->best, tun, sizeof tun);
+  config_init(&best, t->o->alloc, t->o->null_test ? "" : tun);
+  config_init(&defaults, t->o->alloc, "");
+  struct config *pair[2] = { &best, &defaults };
+  int rc = measure(t->fd, &t->o->ro, pair, 2, &t->o->policy, "tune: final check");
+  t->total_runs += best.runs + defaults.runs;
+  if (rc) return rc;
+  int ok = clears_noise(t, &best, &defaults, &v);
+  fmt_spread(&best, t->metric, a, sizeof a);
+  fmt_spread(&defaults, t->metric, b, sizeof b);
+  printf("\nfinal check, %d+%d interleaved runs: %s %s with GLIBC_TUNABLES=%s vs %s with the defaults;\n"
+         "ratio %.3g [95%% CI %.3g-%.3g], one-sided Mann-Whitney U p = %.2g\n",
+         best.runs, defaults.runs, obj, a, tun, b, v.ratio, v.lo, v.hi, v.p);
+  if (ok)
+    printf("recommended: GLIBC_TUNABLES=%s   (%.3gx on %s, 95%% CI %.3g-%.3g)\n", tun, 1 / v.ratio, obj, 1 / v.hi,
+           1 / v.lo);
+  else
+    printf("no change recommended: the changes kept in the search did not clear the noise against the defaults "
+           "(p < %.2g and a gain of at least %.0f%%); the defaults stand\n",
+           ALPHA, (MIN_GAIN - 1) * 100);
   return 0;
+}
+
+/* Every value of every tunable searched in turn, then the final check.
+   Returns 0, 1 after a message, or RUN_INTERRUPTED.  */
+static int tune_run(struct tuner *t) {
+  report_head(t);
+  for (int k = 0; k < NPARAMS; k++)
+    for (int v = 0; v < MAX_VALUES && t->ps[k].values[v] && (t->o->search >> k & 1); v++) {
+      int rc = try_value(t, k, v);
+      if (rc) return rc;
+    }
+  return final_check(t);
+}
+
+static void report_partial(const struct tuner *t) {
+  char tun[512];
+  tunables_of(t, t->best, tun, sizeof tun);
+  printf("\nPARTIAL: interrupted after %d runs; the best so far, GLIBC_TUNABLES=%s, was not checked against the "
+         "defaults: no recommendation\n",
+         t->total_runs, tun);
 }
 
 /* The options, checked: ARGS_RUN, or the exit status (1: the allocator is
    not installed).  */
 static int tune_parse(int argc, char **argv, struct tune_opts *o) {
-  *o = (struct tune_opts){ .alloc = "hpmalloc", .objective = 1, .reps = 3, .ro = { .touch = TOUCH_FULL } };
+  *o = (struct tune_opts){ .alloc = "hpmalloc",
+                           .objective = 1,
+                           .search = (1u << NPARAMS) - 1,
+                           .policy = { .reps = 5, .min_time = DEFAULT_MIN_TIME },
+                           .ro = { .touch = TOUCH_FULL } };
   tlb_geom_get("auto", &o->ro.geom, NULL, 0);
   int rc = args_parse(&tune_cmd, argc, argv, o);
   if (rc != ARGS_RUN) return rc;
-  if (!allocator_found(o->alloc)) {
-    fprintf(stderr, "hpm tune: allocator %s not found\n", o->alloc);
-    return 1;
-  }
+  if (!allocator_found(o->alloc)) return allocator_missing("tune", o->alloc);
   if (strlen(o->alloc) >= sizeof((struct config *)NULL)->alloc)
     return args_usage_error(&tune_cmd, "--allocator %s: name too long", o->alloc);
+  if (allocator_reads(o->alloc) == READS_NONE)
+    return args_usage_error(&tune_cmd, "--allocator %s: %s %s; tune searches glibc.malloc.* for hpmalloc or glibc",
+                            o->alloc, o->alloc, allocator_reads_text(o->alloc));
   o->ro.walk_ns = tlbcost_cached_ns();
   return ARGS_RUN;
 }
@@ -220,7 +322,11 @@ int cmd_tune(int argc, char **argv) {
   tune_params(&t);
   t.fd = replay_load(o.file, &o.ro, replay_default_max_mem());
   if (t.fd < 0) return 1;
+  catch_sigint();
+  double start = now_s();
   rc = tune_run(&t);
   close(t.fd);
+  if (rc == RUN_INTERRUPTED) report_partial(&t);
+  if (rc != 1) printf("%d runs in %.1f s\n", t.total_runs, now_s() - start);
   return rc;
 }
