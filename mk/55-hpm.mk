@@ -38,7 +38,7 @@ $(HPM_BIN): $(HPM_SRCS) $(HPM_HDRS) $(HPM_PATHS)
 # needs: pthread_create, exec*, _exit) exported.
 $(HPM_TRACE_SO): $(HPM_DIR)/recorder.c $(HPM_DIR)/trace.c $(HPM_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(HPM_CFLAGS) -fPIC -fvisibility=hidden -ftls-model=initial-exec -shared $(LDFLAGS) \
+	$(CC) $(HPM_CFLAGS) -fPIC -fvisibility=hidden -ftls-model=initial-exec -fno-omit-frame-pointer -shared $(LDFLAGS) \
 	  -o $@ $(HPM_DIR)/recorder.c $(HPM_DIR)/trace.c -ldl -lpthread
 
 $(HPM_TESTPROG): tests/hpm/xthread.c
