@@ -65,6 +65,13 @@ int load_trace(const char *file, struct hpm_trace *tr, struct prep *p);
    which (messages start "hpm CMD: ").  NULL after a message.  */
 const char *trace_pick(const char *cmd, const char *file, int largest, char *buf, size_t len);
 
+/* doctor.c: its readers of /sys and /proc text, for the tests.  */
+void doctor_parse_choice(const char *text, char *out, size_t n);
+long doctor_parse_long(const char *text, long dflt);
+int doctor_parse_feature(const char *features, int bit);
+int doctor_parse_hypervisor(const char *cpuinfo);
+long doctor_parse_meminfo_hugepagesize(const char *meminfo);
+
 /* util.c: helpers every command may use.  */
 void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void progress_done(void);
@@ -122,5 +129,9 @@ void tlb_sim_access(struct tlb_sim *s, uint64_t addr, int page);
 void tlb_sim_counts(const struct tlb_sim *s, uint64_t *accesses, uint64_t *l1_misses, uint64_t *walks);
 void tlb_sim_free(struct tlb_sim *s);
 double tlbcost_cached_ns(void); /* measured walk cost, or 0 */
+/* The walk cost as `hpm tlbcost` measures it, at the working set WS only
+   (READS dependent loads on 4 KiB pages, then on THP: ns per load into
+   NS[0] and NS[1], -1 where unmappable); 0 if unknown.  For hpm doctor.  */
+double tlbcost_walk_ns(uint64_t ws, uint64_t reads, double ns[2]);
 
 #endif

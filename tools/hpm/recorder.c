@@ -466,14 +466,14 @@ __attribute__((noinline)) static int unwind_fp(uint64_t *out, int max) {
     pthread_attr_t a;
     void *addr;
     size_t size;
-    tls_stack_hi = 1;
+    tls_stack_hi = 16; /* unknown: no frame passes the test below */
     if (pthread_getattr_np(pthread_self(), &a) == 0) {
       if (pthread_attr_getstack(&a, &addr, &size) == 0) tls_stack_hi = (uintptr_t)addr + size;
       pthread_attr_destroy(&a);
     }
   }
   int n = 0;
-  while (n < max && (uintptr_t)fp >= lo && (uintptr_t)fp + 16 <= tls_stack_hi && !((uintptr_t)fp & 7)) {
+  while (n < max && (uintptr_t)fp >= lo && (uintptr_t)fp < tls_stack_hi - 16 && !((uintptr_t)fp & 7)) {
     uintptr_t ret = fp[1];
     const uintptr_t *next = (const uintptr_t *)fp[0];
     if (!ret) break;
