@@ -11,6 +11,7 @@ HPM_CFLAGS    := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -I$(HPM_DIR) $(CPPFLAGS
 HPM_SRCS      := $(filter-out $(HPM_DIR)/recorder.c,$(sort $(wildcard $(HPM_DIR)/*.c)))
 HPM_HDRS      := $(wildcard $(HPM_DIR)/*.h)
 HPM_TESTPROG  := $(BUILD)/tests/hpm/xthread
+HPM_LEAKY     := $(BUILD)/tests/hpm/leaky
 HPM_UNIT      := $(BUILD)/tests/hpm/test_trace
 HPM_UNIT_ARGS := $(BUILD)/tests/hpm/test_args
 
@@ -45,6 +46,12 @@ $(HPM_TESTPROG): tests/hpm/xthread.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -g -fno-builtin -Wall -Wextra -D_GNU_SOURCE -o $@ $< -lpthread
 
+# The program with a known leak that check-hpm records with --stacks:
+# debug information for file:line, frame pointers for --unwind fp.
+$(HPM_LEAKY): tests/hpm/leaky.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O0 -g -fno-omit-frame-pointer -Wall -Wextra -o $@ $<
+
 # Criterion tests of the trace codec and of the command-line parser.
 $(HPM_UNIT): tests/hpm/test_trace.c $(HPM_DIR)/trace.c $(HPM_HDRS)
 	@mkdir -p $(dir $@)
@@ -58,7 +65,7 @@ $(HPM_UNIT_ARGS): tests/hpm/test_args.c $(HPM_DIR)/args.c $(HPM_DIR)/util.c $(HP
 hpm-bins: $(HPM_BIN) $(HPM_TRACE_SO)
 all: hpm-bins
 
-check-hpm: hpm-bins $(LIB_SO) $(HPM_TESTPROG) $(HPM_UNIT) $(HPM_UNIT_ARGS)
+check-hpm: hpm-bins $(LIB_SO) $(HPM_TESTPROG) $(HPM_LEAKY) $(HPM_UNIT) $(HPM_UNIT_ARGS)
 	@$(HPM_UNIT) --jobs=2 && $(HPM_UNIT_ARGS) --jobs=2 && BUILD=$(BUILD) bash tests/hpm/run-hpm.sh
 
 CHECK_TARGETS += check-hpm

@@ -30,9 +30,10 @@
 #define F_HINT 3      /* VIRTIO_BALLOON_F_FREE_PAGE_HINT */
 #define F_REPORTING 5 /* VIRTIO_BALLOON_F_REPORTING */
 #define HUGE_2M (2ull << 20)
-#define PROBE_MIB 128 /* warm probes */
-#define COLD_MIB 256  /* cold probes, after a HEAD_MIB head left out */
-#define HEAD_MIB 64   /* what the per-CPU free lists may still hold (warm) */
+#define PROBE_MIB 128     /* warm probes */
+#define COLD_MIB 256      /* cold probes, after a HEAD_MIB head left out */
+#define COLD_BASE_MIB 512 /* base pages first take the free fragments too small to be reported: go past them */
+#define HEAD_MIB 64       /* what the per-CPU free lists may still hold (warm) */
 #define TLB_WS (512ull << 20)
 #define REPORT_CAP_S 4.5 /* the longest wait for free-page reporting */
 #define QUIET_S 2.5      /* no report for this long: nothing left (passes are 2 s apart) */
@@ -370,7 +371,7 @@ static void measure(const struct settings *s, struct measured *m) {
   if (s->reporting) wait_reported(m);
   progress("doctor: first touch, cold");
   int ok = probe_map(&thp, COLD_MIB + HEAD_MIB, 1) == 0;
-  ok &= probe_map(&base, COLD_MIB + HEAD_MIB, 0) == 0;
+  ok &= probe_map(&base, COLD_BASE_MIB + HEAD_MIB, 0) == 0;
   m->thp_cold = ok ? probe_touch(&thp, HEAD_MIB, NULL) : -1;
   m->base_cold = ok ? probe_touch(&base, HEAD_MIB, NULL) : -1;
   probe_unmap(&thp);
@@ -439,8 +440,16 @@ static void verdict_hugetlb(const struct settings *s, uint64_t heap, struct verd
   const struct pool *p = pool_of(s, kb);
   long need = (long)((heap + (uint64_t)kb * 1024 - 1) / ((uint64_t)kb * 1024));
   long have = p ? p->free - p->resv + (p->overcommit - p->surplus > 0 ? p->overcommit - p->surplus : 0) : 0;
+  const struct pool *g1 = pool_of(s, 1048576);
+  long need1 = (long)((heap + (1ull << 30) - 1) >> 30);
   v->usable = p && have >= need;
-  if (!p)
+  if (!v->usable && kb != 1048576 && g1 && g1->free - g1->resv >= need1) {
+    v->usable = 2; /* on 1 GiB pages */
+    (void)snprintf(v->reason, sizeof v->reason,
+                   "the pool of 1 GiB pages holds the heap (%ld free, %ld needed) with "
+                   "hpmalloc.hugetlb_size=1073741824; the %ld kB pool does not (%ld free)",
+                   g1->free - g1->resv, need1, kb, have); /* a message: truncation is harmless */
+  } else if (!p)
     (void)snprintf(v->reason, sizeof v->reason, "no hugetlb pool of %ld kB pages", kb);
   else if (v->usable) /* messages: truncation is harmless */
     (void)snprintf(v->reason, sizeof v->reason,
@@ -469,7 +478,8 @@ static void advise(const struct settings *s, const struct measured *m, uint64_t 
   int mode = heap < 4 * HUGE_2M ? 0 : a->mode[2].usable ? 2 : a->mode[1].usable ? 1 : 0;
   int n = snprintf(a->tunables, sizeof a->tunables, "glibc.malloc.hugetlb=%d", mode);
   const struct pool *g1 = pool_of(s, 1048576);
-  if (mode == 2 && heap >= (1ull << 30) && g1 && g1->free - g1->resv >= (long)(heap >> 30))
+  if (mode == 2 &&
+      (a->mode[2].usable == 2 || (heap >= (1ull << 30) && g1 && g1->free - g1->resv >= (long)(heap >> 30))))
     n += snprintf(a->tunables + n, sizeof a->tunables - (size_t)n, ":hpmalloc.hugetlb_size=1073741824"); /* fits */
   if (mode == 0)
     (void)snprintf(a->why, sizeof a->why, "%s",

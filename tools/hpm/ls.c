@@ -49,7 +49,8 @@ struct proc {
   uint64_t pid, ppid, events, peak;
   uint32_t threads;
   int depth, ok;
-  size_t parent; /* index of the parent process, or SIZE_MAX */
+  unsigned image; /* k of FILE.<pid>.<k>: the k-th exec; 0 for the first image */
+  size_t parent;  /* index of the parent process, or SIZE_MAX */
 };
 
 /* BASE and BASE.<digits>..., sorted: a malloc'd list of malloc'd names.  */
@@ -106,12 +107,18 @@ static int read_proc(const char *file, struct proc *p) {
   return p->ok ? 0 : -1;
 }
 
-/* Parents and depths: a process's parent is the listed process with its
-   ppid (a later exec of the same pid counts as that process's child).  */
+/* Parents and depths: the image a process exec'd from (same pid, one exec
+   before), else the listed process with its ppid (its first image).  */
 static void link_tree(struct proc *v, size_t n) {
   for (size_t i = 0; i < n; i++)
-    for (size_t j = 0; j < n; j++)
-      if (i != j && v[j].pid == v[i].ppid && v[i].pid != v[j].pid) v[i].parent = j;
+    for (size_t j = 0; j < n; j++) {
+      if (i == j) continue;
+      if (v[i].image && v[j].pid == v[i].pid && v[j].image + 1 == v[i].image) {
+        v[i].parent = j;
+        break;
+      }
+      if (!v[i].image && v[j].pid == v[i].ppid && v[j].pid != v[i].pid && !v[j].image) v[i].parent = j;
+    }
   for (size_t i = 0; i < n; i++) {
     v[i].depth = 0;
     for (size_t p = v[i].parent; p != SIZE_MAX && v[i].depth < 64; p = v[p].parent) v[i].depth++;
@@ -132,6 +139,9 @@ static struct proc *read_recording(const char *cmd, const char *base, size_t *n)
   for (size_t i = 0; i < nf; i++) {
     progress("reading %s (%zu of %zu)", files[i], i + 1, nf);
     (void)read_proc(files[i], &v[i]); /* an unreadable one is listed as such */
+    const char *dot = strchr(files[i] + strlen(base), '.');
+    dot = dot ? strchr(dot + 1, '.') : NULL;
+    v[i].image = dot ? (unsigned)strtoul(dot + 1, NULL, 10) : 0;
   }
   progress_done();
   free_files(files, nf);
@@ -190,6 +200,7 @@ int cmd_ls(int argc, char **argv) {
   struct ls_opts o = { 0 };
   int rc = args_parse(&ls_cmd, argc, argv, &o);
   if (rc != ARGS_RUN) return rc;
+  rc = 0;
   for (char **b = o.bases; *b; b++) {
     size_t n, k = 0;
     struct proc *v = read_recording("ls", *b, &n);
