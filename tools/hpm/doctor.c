@@ -303,7 +303,7 @@ static double probe_touch(const struct probe *pr, unsigned head, double *huge) {
     unsigned char *q = pr->p + h + k * seg;
     double t0 = now_s();
     for (size_t o = 0; o < seg; o += 4096) q[o] = 1;
-    ms[k] = (now_s() - t0) * 1e3 / (double)(seg / HUGE_2M);
+    ms[k] = (now_s() - t0) * 1e3 * (double)HUGE_2M / (double)seg;
   }
   long after = anon_huge_kb();
   if (huge) *huge = before >= 0 && after >= before ? (double)(after - before) * 1024 / (double)pr->len : -1;

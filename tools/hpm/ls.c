@@ -93,7 +93,10 @@ static int read_proc(const char *file, struct proc *p) {
   p->events = tr.nev;
   p->command = malloc(tr.hdr.cmdline_len + 1);
   if (p->command) {
-    for (size_t k = 0; k < tr.hdr.cmdline_len; k++) p->command[k] = tr.hdr.cmdline[k] ? tr.hdr.cmdline[k] : ' ';
+    for (size_t k = 0; k < tr.hdr.cmdline_len; k++) {
+      p->command[k] = tr.hdr.cmdline[k];
+      if (!p->command[k]) p->command[k] = ' ';
+    }
     p->command[tr.hdr.cmdline_len] = 0;
   }
   if (prep_build(&tr, &pr, NULL, err, sizeof err) == 0) {
@@ -159,9 +162,9 @@ static void free_recording(struct proc *v, size_t n) {
 }
 
 /* Tree order: each process followed by its children (by pid).  */
-static void tree_order(const struct proc *v, size_t n, size_t parent, size_t *out,
-                       size_t *k) // NOLINT(misc-no-recursion): depth-limited by the tree
-{
+/* Recursive to the tree's depth; a cycle of pids is never reached from a root.  */
+// NOLINTNEXTLINE(misc-no-recursion)
+static void tree_order(const struct proc *v, size_t n, size_t parent, size_t *out, size_t *k) {
   for (size_t i = 0; i < n; i++)
     if (v[i].parent == parent) {
       out[(*k)++] = i;

@@ -435,7 +435,9 @@ static unsigned char *g_maps_buf; /* HPM_CHUNK_HDR + MAPS_MAX */
 #define MAPS_MAX ((size_t)8 << 20)
 static int g_maps_busy;
 
-extern const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
+/* The linker's name for this object's ELF header.  */
+extern const ElfW(Ehdr) __ehdr_start // NOLINT(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
+    __attribute__((visibility("hidden")));
 
 /* [rec_lo, rec_hi): the executable segments of this library.  */
 static void own_range(void) {

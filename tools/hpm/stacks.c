@@ -181,19 +181,21 @@ static void print_sym(const struct sym *s) {
     printf(" (%s)", s->obj);
 }
 
-/* The sites in order of metric M, largest first, at most TOP; returns the count.  */
+/* The sites in order of metric M, largest first, at most TOP; returns the
+   count.  An insertion into the sorted ORDER[0..n), which keeps TOP.  */
 static size_t top_sites(const struct stacks_result *r, int m, size_t *order, size_t top) {
   size_t n = 0;
   for (size_t i = 0; i < r->nsites; i++) {
     if (!r->sites[i].v[m]) continue;
-    size_t j = n < top ? n++ : top;
-    if (j == top && r->sites[i].v[m] <= r->sites[order[top - 1]].v[m]) continue;
-    if (j == top) j = top - 1;
+    size_t j = n;
     while (j > 0 && r->sites[order[j - 1]].v[m] < r->sites[i].v[m]) {
-      order[j] = order[j - 1];
+      if (j < top) order[j] = order[j - 1];
       j--;
     }
-    order[j] = i;
+    if (j < top) {
+      order[j] = i;
+      if (n < top) n++;
+    }
   }
   return n;
 }
@@ -321,11 +323,12 @@ void stacks_report_json(const struct hpm_trace *tr, const struct stacks_result *
 static char *fold(const struct hpm_trace *tr, const struct stacks_result *r, int metric) {
   size_t cap = 1 << 16, len = 0;
   char *out = malloc(cap);
-  for (size_t s = 0; out && s < tr->nstacks; s++) {
+  if (!out) return NULL;
+  for (size_t s = 0; s < tr->nstacks; s++) {
     uint64_t v = r->sv[s * SV_N + metric];
     if (!v) continue;
     const struct hpm_stack *st = &tr->stacks[s];
-    for (uint32_t k = st->nframes; k-- > 0 && out;) {
+    for (uint32_t k = st->nframes; k-- > 0;) {
       const char *f = r->sym[addr_index(r, tr->frames[st->first + k])].func;
       size_t fl = strlen(f);
       if (len + fl + 32 >= cap) {
@@ -336,12 +339,16 @@ static char *fold(const struct hpm_trace *tr, const struct stacks_result *r, int
         }
         out = bigger;
       }
-      for (size_t i = 0; i < fl; i++) out[len++] = f[i] == ';' || f[i] == '\n' ? ':' : f[i];
+      for (size_t i = 0; i < fl; i++) {
+        out[len] = f[i];
+        if (f[i] == ';' || f[i] == '\n') out[len] = ':';
+        len++;
+      }
       out[len++] = k ? ';' : ' ';
     }
-    if (out) len += (size_t)snprintf(out + len, cap - len, "%llu\n", (unsigned long long)v); /* room: 32 */
+    len += (size_t)snprintf(out + len, cap - len, "%llu\n", (unsigned long long)v); /* room: 32 */
   }
-  if (out) out[len] = 0;
+  out[len] = 0;
   return out;
 }
 

@@ -27,6 +27,27 @@ struct mapping {
   const char *path; /* into the copy of the maps text */
 };
 
+/* One line of /proc/PID/maps: "start-end perms offset dev inode path".
+   Returns the path (after the blanks), or NULL when LINE is not a
+   mapping of a file.  */
+static const char *parse_maps_line(const char *line, struct mapping *m) {
+  char *e;
+  errno = 0;
+  m->start = strtoull(line, &e, 16);
+  if (*e != '-') return NULL;
+  m->end = strtoull(e + 1, &e, 16);
+  if (*e != ' ') return NULL;
+  e += strcspn(e + 1, " ") + 1; /* the permissions */
+  m->offset = strtoull(e, &e, 16);
+  if (*e != ' ' || errno) return NULL;
+  for (int field = 0; field < 2; field++) { /* device and inode */
+    e += strspn(e, " ");
+    e += strcspn(e, " ");
+  }
+  e += strspn(e, " ");
+  return *e == '/' ? e : NULL;
+}
+
 /* The file-backed mappings of MAPS (the maps chunks' text, in file
    order), copied into *TEXT (owned by the caller).  Returns the count.  */
 static size_t parse_maps(const char *maps, struct mapping **out, char **text) {
@@ -37,18 +58,17 @@ static size_t parse_maps(const char *maps, struct mapping **out, char **text) {
   for (char *line = *text, *next; line && *line; line = next) {
     next = strchr(line, '\n');
     if (next) *next++ = 0;
-    unsigned long long s, e, off;
-    int pos = 0;
-    char perms[8];
-    if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &s, &e, perms, &off, &pos) < 4 || !pos || line[pos] != '/')
-      continue;
+    struct mapping mp;
+    const char *path = parse_maps_line(line, &mp);
+    if (!path) continue;
     if (n == cap) {
       cap = cap ? cap * 2 : 256;
       struct mapping *m = realloc(*out, cap * sizeof *m);
       if (!m) break;
       *out = m;
     }
-    (*out)[n++] = (struct mapping){ s, e, off, line + pos };
+    mp.path = path;
+    (*out)[n++] = mp;
   }
   return n;
 }
@@ -140,10 +160,10 @@ static const char *base_name(const char *path) {
 /* SY from addr2line's two lines for one address (FUNC, FILE_LINE), or
    from the object and offset where it knows nothing.  */
 static void fill_sym(struct sym *sy, const char *func, const char *file_line, const char *obj, uint64_t off) {
-  char buf[512];
   if (func && strcmp(func, "??") != 0)
     sy->func = strdup(func);
   else {
+    char buf[512];
     (void)snprintf(buf, sizeof buf, "%s+0x%llx", base_name(obj), (unsigned long long)off); /* a label */
     sy->func = strdup(buf);
   }
@@ -201,7 +221,7 @@ int symbolize(const char *maps, const uint64_t *addr, size_t n, struct sym *out,
   struct mapping *maps_v;
   char *text;
   size_t nm = parse_maps(maps, &maps_v, &text), nidx = 0, files = 0;
-  const struct mapping **m = calloc(n ? n : 1, sizeof *m);
+  const struct mapping **m = calloc(n ? n : 1, sizeof(const struct mapping *));
   size_t *idx = malloc((n ? n : 1) * sizeof *idx);
   int rc = m && idx ? 0 : -1;
   memset(out, 0, n * sizeof *out);
