@@ -342,7 +342,8 @@ T "$HPM" doctor --root "$DOC/vm-reporting" --json > "$W/dvm.json"; rc=$?
 check "doctor --root (a VM with free-page reporting): exit $rc, settings read" test $rc -eq 0 -a "$(jget "$W/dvm.json" \
   'int(d["settings"]["thp"] == {"enabled": "madvise", "defrag": "madvise", "khugepaged_max_ptes_none": 511, "pmd_size_kb": 2048, "mthp": [{"size_kb": 16, "enabled": "never"}, {"size_kb": 32, "enabled": "never"}, {"size_kb": 64, "enabled": "never"}, {"size_kb": 2048, "enabled": "inherit"}]})')" = 1
 check "doctor: the balloon's reporting bit (5) and order, the hypervisor flag, overcommit" test "$(jget "$W/dvm.json" \
-  'int(d["settings"]["vm"] == {"hypervisor": True, "virtio_balloon": True, "free_page_reporting": True, "free_page_hinting": False, "page_reporting_order": 9} and d["settings"]["overcommit_memory"] == 0)')" = 1
+  'int(d["settings"]["vm"] == {"hypervisor": True, "virtio_balloon": True, "free_page_reporting": True, "free_page_hinting": False, "page_reporting_order": 9, "free_reportable_mib": 11954, "free_fragments_mib": 2379} and d["settings"]["overcommit_memory"] == 0)')" = 1
+check "doctor: base pages take the 2379 MiB of free fragments first (buddyinfo below order 9)" test -n "$(jget "$W/dvm.json" 'd["verdicts"][0]["reason"]' | grep 'take the 2379 MiB free in blocks smaller')"
 check "doctor --root implies --quick; verdicts: THP yes, hugetlb no (empty pool, says how to fill it)" test "$(jget "$W/dvm.json" \
   'int(d["measured"] is None and [v["usable"] for v in d["verdicts"]] == [True, True, False] and "echo 512 > /proc/sys/vm/nr_hugepages" in d["verdicts"][2]["reason"])')" = 1
 check "doctor: a 1 GiB heap in this VM: hugetlb=1 and a trim threshold" test "$(jget "$W/dvm.json" 'd["recommended"]["glibc_tunables"]')" = "glibc.malloc.hugetlb=1:glibc.malloc.trim_threshold=134217728"

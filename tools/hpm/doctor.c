@@ -88,7 +88,8 @@ struct settings {
   long default_kb; /* Hugepagesize of /proc/meminfo */
   int overcommit;
   int hypervisor, balloon, reporting, hinting;
-  long report_order; /* -1: unknown */
+  long report_order;          /* -1: unknown */
+  double frag_mib, whole_mib; /* free memory in blocks below / at or above the reporting order (buddyinfo) */
 };
 
 /* The selected word of a sysfs choice ("always [madvise] never"), or the
@@ -133,6 +134,31 @@ int doctor_parse_hypervisor(const char *cpuinfo) {
 long doctor_parse_meminfo_hugepagesize(const char *meminfo) {
   const char *p = strstr(meminfo, "Hugepagesize:");
   return p ? doctor_parse_long(p + 13 + strspn(p + 13, " \t"), 0) : 0;
+}
+
+/* /proc/buddyinfo's text: free MiB in blocks of order below ORDER into
+   *BELOW, at or above it into *ABOVE (PAGE_KB: the base page).  Returns
+   the zones read.  */
+int doctor_parse_buddyinfo(const char *text, long order, long page_kb, double *below, double *above) {
+  int zones = 0;
+  *below = *above = 0;
+  for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+    const char *z = strstr(line, "zone"), *eol = strchr(line, '\n');
+    if (!z || (eol && z > eol)) continue;
+    char *p = (char *)z + 4;
+    p += strspn(p, " ");
+    p += strcspn(p, " \n"); /* the zone's name */
+    for (long o = 0;; o++) {
+      char *end;
+      unsigned long n = strtoul(p, &end, 10);
+      if (end == p || (eol && end > eol)) break;
+      double mib = (double)n * (double)page_kb * (double)(1ul << (o < 40 ? o : 40)) / 1024;
+      *(o < order ? below : above) += mib;
+      p = end;
+    }
+    zones++;
+  }
+  return zones;
 }
 
 /* ROOT/REL into BUF (N bytes, NUL-terminated); 0, or -1 if unreadable.  */
@@ -248,6 +274,8 @@ static void read_settings(const char *root, struct settings *s) {
   s->hypervisor = slurp(root, "/proc/cpuinfo", big, sizeof big) ? 0 : doctor_parse_hypervisor(big);
   read_virtio(root, s);
   s->report_order = slurp_long(root, "/sys/module/page_reporting/parameters/page_reporting_order", -1);
+  if (slurp(root, "/proc/buddyinfo", big, sizeof big) == 0)
+    (void)doctor_parse_buddyinfo(big, s->report_order >= 0 ? s->report_order : 9, 4, &s->frag_mib, &s->whole_mib);
 }
 
 /* --- measurements ---------------------------------------------------------------- */
@@ -473,6 +501,13 @@ static void advise(const struct settings *s, const struct measured *m, uint64_t 
                    m->base_cold, m->base_warm, m->walk_ns); /* fits */
   else
     (void)snprintf(a->mode[0].reason, sizeof a->mode[0].reason, "base pages: always works");
+  if (s->reporting && s->frag_mib > 0) {
+    size_t l = strlen(a->mode[0].reason);
+    (void)snprintf(a->mode[0].reason + l, sizeof a->mode[0].reason - l,
+                   "; base-page faults take the %.0f MiB free in blocks smaller than the reported ones first, which "
+                   "the host never took back: until they run out a cold touch costs what a warm one does",
+                   s->frag_mib); /* a message: truncation is harmless */
+  }
   verdict_thp(s, m, &a->mode[1]);
   verdict_hugetlb(s, heap, &a->mode[2]);
   int mode = heap < 4 * HUGE_2M ? 0 : a->mode[2].usable ? 2 : a->mode[1].usable ? 1 : 0;
@@ -526,6 +561,9 @@ static void text_settings(const struct settings *s) {
   if (s->report_order >= 0)
     printf(", page_reporting_order %ld (%ld kB blocks)", s->report_order, 4L << s->report_order);
   putchar('\n');
+  if (s->frag_mib + s->whole_mib > 0)
+    printf("free memory: %.0f MiB in blocks that can be reported, %.0f MiB in smaller ones (buddyinfo)\n", s->whole_mib,
+           s->frag_mib);
 }
 
 static void text_measured(const struct measured *m) {
@@ -575,9 +613,10 @@ static void json_report(const struct settings *s, const struct measured *m, cons
            i ? "," : "", s->pools[i].kb, s->pools[i].nr, s->pools[i].free, s->pools[i].resv, s->pools[i].surplus,
            s->pools[i].overcommit);
   printf("]},\"overcommit_memory\":%d,\"vm\":{\"hypervisor\":%s,\"virtio_balloon\":%s,\"free_page_reporting\":%s,"
-         "\"free_page_hinting\":%s,\"page_reporting_order\":%ld}}",
+         "\"free_page_hinting\":%s,\"page_reporting_order\":%ld,\"free_reportable_mib\":%.0f,"
+         "\"free_fragments_mib\":%.0f}}",
          s->overcommit, s->hypervisor ? "true" : "false", s->balloon ? "true" : "false",
-         s->reporting ? "true" : "false", s->hinting ? "true" : "false", s->report_order);
+         s->reporting ? "true" : "false", s->hinting ? "true" : "false", s->report_order, s->whole_mib, s->frag_mib);
   printf(",\"measured\":");
   if (!m)
     printf("null");

@@ -71,6 +71,7 @@ long doctor_parse_long(const char *text, long dflt);
 int doctor_parse_feature(const char *features, int bit);
 int doctor_parse_hypervisor(const char *cpuinfo);
 long doctor_parse_meminfo_hugepagesize(const char *meminfo);
+int doctor_parse_buddyinfo(const char *text, long order, long page_kb, double *below, double *above);
 
 /* util.c: helpers every command may use.  */
 void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
