@@ -416,6 +416,16 @@ static void record_def(const struct hpm_event *e, const struct sdef *d) // NOLIN
    readers merge.  The maps (/proc/self/maps) are written at the end of
    every image (exit, _exit, exec, fatal signals) for offline
    symbolization.  */
+/* libunwind's names for the local unwinder of this architecture.  */
+#if defined(__x86_64__)
+#define UNW_PREFIX "_ULx86_64_"
+#elif defined(__aarch64__)
+#define UNW_PREFIX "_ULaarch64_"
+#elif defined(__powerpc64__)
+#define UNW_PREFIX "_ULppc64_"
+#else
+#define UNW_PREFIX "_UL_"
+#endif
 static int g_depth;    /* frames per stack; 0: no stacks */
 static int g_unwinder; /* enum hpm_unwinder */
 static int (*unw_bt)(void **, int);
@@ -586,6 +596,11 @@ static void stacks_init(void) {
     void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     unw_bt = h ? (int (*)(void **, int))dlsym(h, "unw_backtrace") : NULL;
     if (!unw_bt) g_unwinder = HPM_UNWIND_LIBGCC;
+    /* Per-thread caches: the global one takes a lock that a fork child
+       would inherit held if another thread was unwinding.  */
+    int (*policy)(void *, int) = h ? (int (*)(void *, int))dlsym(h, UNW_PREFIX "set_caching_policy") : NULL;
+    void **local = h ? (void **)dlsym(h, UNW_PREFIX "local_addr_space") : NULL;
+    if (policy && local) (void)policy(*local, 2 /* UNW_CACHE_PER_THREAD */);
   }
   if (g_unwinder == HPM_UNWIND_LIBGCC) {
     void *h = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
