@@ -565,7 +565,6 @@ static uint64_t stack_id(const uint64_t *f, int n, int *is_new) {
 
 /* E's stack: its id into E, its definition into D when new.  */
 static inline const struct sdef *capture(struct hpm_event *e, struct sdef *d, uint64_t *frames) {
-  if (!g_depth) return NULL;
   int n = unwind(frames), is_new;
   if (n <= 0) return NULL;
   e->stack = stack_id(frames, n, &is_new);
@@ -962,17 +961,26 @@ static inline int enter(int *boot) {
 
 static inline void leave(void) { tls_busy--; }
 
-static void rec_new(unsigned kind, void *p, uint64_t size, uint64_t arg) {
-  struct hpm_event e = { .kind = (uint8_t)kind, .size = size, .arg = arg };
+/* E with its call stack; out of line, so that its frames take stack
+   space only when stacks are recorded.  */
+__attribute__((noinline)) static void record_stack(struct hpm_event *e) {
   uint64_t frames[HPM_MAX_DEPTH];
   struct sdef d;
+  record_def(e, capture(e, &d, frames));
+}
+
+static void rec_new(unsigned kind, void *p, uint64_t size, uint64_t arg) {
+  struct hpm_event e = { .kind = (uint8_t)kind, .size = size, .arg = arg };
   e.t = event_ns() - g_start_ns;
   if (p) {
     e.id = new_id();
     idmap_insert(p, e.id);
   } else
     e.flags = HPM_F_FAIL;
-  record_def(&e, capture(&e, &d, frames));
+  if (UNLIKELY(g_depth))
+    record_stack(&e);
+  else
+    record(&e);
 }
 
 static uint64_t ref_of(void *p) { return p ? idmap_remove(p) : HPM_REF_NULL; }
@@ -1031,9 +1039,10 @@ static void *realloc_common(unsigned kind, void *old, size_t m, size_t n) {
     else if (old && ref > HPM_REF_UNKNOWN)
       idmap_insert(old, ref); /* still live */
   }
-  uint64_t frames[HPM_MAX_DEPTH];
-  struct sdef d;
-  record_def(&e, capture(&e, &d, frames));
+  if (UNLIKELY(g_depth))
+    record_stack(&e);
+  else
+    record(&e);
   leave();
   return p;
 }
