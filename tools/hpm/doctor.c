@@ -285,6 +285,7 @@ struct measured {
   double wait_s, reported_mib;                     /* the cold wait, what reporting handed back meanwhile */
   double walk_ns, ns_4k, ns_thp;                   /* TLB */
   int drained;                                     /* the per-CPU lists were drained (root) */
+  int settled;                                     /* free-page reporting went quiet before the cold probes */
 };
 
 static long anon_huge_kb(void) {
@@ -383,6 +384,7 @@ static void wait_reported(struct measured *m) {
     }
   m->wait_s = now_s() - t0;
   m->reported_mib = r0 < 0 ? -1 : last - r0;
+  m->settled = r0 < 0 || now_s() - t_last >= QUIET_S;
 }
 
 /* Cold first: before this process frees anything, the free memory is what
@@ -396,6 +398,7 @@ static void measure(const struct settings *s, struct measured *m) {
   memset(m, 0, sizeof *m);
   progress("doctor: waiting for free-page reporting");
   m->drained = drain_pcp();
+  m->settled = 1; /* nothing to wait for without reporting */
   if (s->reporting) wait_reported(m);
   progress("doctor: first touch, cold");
   int ok = probe_map(&thp, COLD_MIB + HEAD_MIB, 1) == 0;
@@ -573,6 +576,10 @@ static void text_measured(const struct measured *m) {
   printf("  (THP probes on huge pages: %.0f%%; cold after a wait of %.1f s", 100 * m->thp_share, m->wait_s);
   if (m->reported_mib >= 0) printf(", %.0f MiB reported meanwhile", m->reported_mib);
   printf("%s)\n", m->drained ? "" : "; per-CPU free lists not drained (not root): cold may be warmer");
+  if (!m->settled)
+    printf("  warning: free-page reporting was still handing memory back when the wait ended (memory freed\n"
+           "  shortly before, by hpm doctor itself too): the cold figures may be warm; run again after an idle "
+           "minute\n");
   printf("TLB miss: %.1f ns (%.1f ns per load on 4 KiB pages, %.1f on THP, %llu MiB working set)\n", m->walk_ns,
          m->ns_4k, m->ns_thp, (unsigned long long)(TLB_WS >> 20));
 }
@@ -630,7 +637,8 @@ static void json_report(const struct settings *s, const struct measured *m, cons
     json_num("thp_share", m->thp_share, 1);
     json_num("cold_wait_s", m->wait_s, 1);
     json_num("reported_mib", m->reported_mib, 1);
-    printf(",\"drained\":%s,\"tlb\":{", m->drained ? "true" : "false");
+    printf(",\"drained\":%s,\"cold_settled\":%s,\"tlb\":{", m->drained ? "true" : "false",
+           m->settled ? "true" : "false");
     json_num("walk_ns", m->walk_ns, 0);
     json_num("ns_4k", m->ns_4k, 1);
     json_num("ns_thp", m->ns_thp, 1);
