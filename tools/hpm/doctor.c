@@ -35,7 +35,7 @@
 #define COLD_BASE_MIB 512 /* base pages first take the free fragments too small to be reported: go past them */
 #define HEAD_MIB 64       /* what the per-CPU free lists may still hold (warm) */
 #define TLB_WS (512ull << 20)
-#define REPORT_CAP_S 4.5 /* the longest wait for free-page reporting */
+#define REPORT_CAP_S 5.5 /* the longest wait for free-page reporting */
 #define QUIET_S 2.5      /* no report for this long: nothing left (passes are 2 s apart) */
 #define DELAY_S 3.5      /* the wait without reporting counters: the kernel's 2 s delay, a pass */
 
@@ -283,6 +283,7 @@ struct measured {
   double base_cold, base_warm, thp_cold, thp_warm; /* ms per 2 MiB */
   double thp_share;                                /* of the THP probes that were huge pages (smaps) */
   double wait_s, reported_mib;                     /* the cold wait, what reporting handed back meanwhile */
+  double drained_mib;                              /* what the per-CPU lists gave back (-1: not root) */
   double walk_ns, ns_4k, ns_thp;                   /* TLB */
   int drained;                                     /* the per-CPU lists were drained (root) */
   int settled;                                     /* free-page reporting went quiet before the cold probes */
@@ -348,33 +349,51 @@ static double first_touch(unsigned mib, int thp, double *huge) {
   return v;
 }
 
+/* Free memory the per-CPU lists hold, in MiB: the "count:" lines of
+   /proc/zoneinfo's text, in pages of PAGE_KB.  */
+double doctor_parse_zoneinfo_pcp(const char *zoneinfo, long page_kb) {
+  double pages = 0;
+  for (const char *p = strstr(zoneinfo, "count:"); p; p = strstr(p + 6, "count:"))
+    pages += (double)doctor_parse_long(p + 6 + strspn(p + 6, " "), 0);
+  return pages * (double)page_kb / 1024;
+}
+
+static double pcp_mib(void) {
+  static char buf[1 << 18];
+  return slurp("", "/proc/zoneinfo", buf, sizeof buf) ? 0 : doctor_parse_zoneinfo_pcp(buf, 4);
+}
+
 /* The kernel's per-CPU free lists into the buddy lists, where free-page
    reporting finds them (each write to stat_refresh runs the lists' decay
-   once; root only).  Returns 1 if it could.  */
-static int drain_pcp(void) {
+   once; root only).  Returns the MiB they gave back, or -1 if it could
+   not.  */
+static double drain_pcp(void) {
+  double before = pcp_mib();
   for (int i = 0; i < 64; i++) {
     int fd = open("/proc/sys/vm/stat_refresh", O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
+    if (fd < 0) return -1;
     ssize_t w = write(fd, "1\n", 2);
     (void)close(fd); /* written or not: the next write tries again */
-    if (w < 0 && errno != EINVAL) return 0;
+    if (w < 0 && errno != EINVAL) return -1;
   }
-  return 1;
+  double after = pcp_mib();
+  return before > after ? before - after : 0;
 }
 
 static double reported_mib(void) {
   return (double)slurp_long("", "/sys/module/page_reporting/parameters/reported_kib", -1024) / 1024;
 }
 
-/* Wait until free-page reporting has handed what was free to the host:
-   with the reporting counter, until it stayed still for QUIET_S (a pass
-   every 2 s: nothing left), at most REPORT_CAP_S; without it DELAY_S.  */
-static void wait_reported(struct measured *m) {
+/* Wait until free-page reporting has handed to the host what the lists
+   gave back (DRAINED MiB): with the reporting counter, until it grew by
+   that much, or stayed still for QUIET_S (a pass every 2 s: nothing
+   left), at most REPORT_CAP_S; without the counter DELAY_S.  */
+static void wait_reported(double drained, struct measured *m) {
   double t0 = now_s(), r0 = reported_mib(), last = r0, t_last = t0;
   if (r0 < 0)
     (void)usleep((useconds_t)(DELAY_S * 1e6));
   else
-    while (now_s() - t0 < REPORT_CAP_S && now_s() - t_last < QUIET_S) {
+    while (now_s() - t0 < REPORT_CAP_S && now_s() - t_last < QUIET_S && (last == r0 || last - r0 < drained)) {
       (void)usleep(50000);
       double r = reported_mib();
       if (r != last) {
@@ -384,7 +403,7 @@ static void wait_reported(struct measured *m) {
     }
   m->wait_s = now_s() - t0;
   m->reported_mib = r0 < 0 ? -1 : last - r0;
-  m->settled = r0 < 0 || now_s() - t_last >= QUIET_S;
+  m->settled = r0 < 0 || now_s() - t_last >= QUIET_S || (last > r0 && last - r0 >= drained);
 }
 
 /* Cold first: before this process frees anything, the free memory is what
@@ -397,9 +416,10 @@ static void measure(const struct settings *s, struct measured *m) {
   struct probe thp, base;
   memset(m, 0, sizeof *m);
   progress("doctor: waiting for free-page reporting");
-  m->drained = drain_pcp();
+  m->drained_mib = drain_pcp();
+  m->drained = m->drained_mib >= 0;
   m->settled = 1; /* nothing to wait for without reporting */
-  if (s->reporting) wait_reported(m);
+  if (s->reporting) wait_reported(m->drained_mib > 0 ? m->drained_mib : 0, m);
   progress("doctor: first touch, cold");
   int ok = probe_map(&thp, COLD_MIB + HEAD_MIB, 1) == 0;
   ok &= probe_map(&base, COLD_BASE_MIB + HEAD_MIB, 0) == 0;
@@ -573,7 +593,8 @@ static void text_measured(const struct measured *m) {
   printf("\nfirst touch, ms per 2 MiB      base pages        THP\n");
   printf("  warm (freed just before) %12.2f %10.2f\n", m->base_warm, m->thp_warm);
   printf("  cold (taken by the host) %12.2f %10.2f\n", m->base_cold, m->thp_cold);
-  printf("  (THP probes on huge pages: %.0f%%; cold after a wait of %.1f s", 100 * m->thp_share, m->wait_s);
+  printf("  (THP probes on huge pages: %.0f%%; cold after the per-CPU lists gave back %.0f MiB and a wait of %.1f s",
+         100 * m->thp_share, m->drained_mib > 0 ? m->drained_mib : 0, m->wait_s);
   if (m->reported_mib >= 0) printf(", %.0f MiB reported meanwhile", m->reported_mib);
   printf("%s)\n", m->drained ? "" : "; per-CPU free lists not drained (not root): cold may be warmer");
   if (!m->settled)
@@ -637,6 +658,7 @@ static void json_report(const struct settings *s, const struct measured *m, cons
     json_num("thp_share", m->thp_share, 1);
     json_num("cold_wait_s", m->wait_s, 1);
     json_num("reported_mib", m->reported_mib, 1);
+    json_num("drained_mib", m->drained_mib, 1);
     printf(",\"drained\":%s,\"cold_settled\":%s,\"tlb\":{", m->drained ? "true" : "false",
            m->settled ? "true" : "false");
     json_num("walk_ns", m->walk_ns, 0);

@@ -72,6 +72,7 @@ int doctor_parse_feature(const char *features, int bit);
 int doctor_parse_hypervisor(const char *cpuinfo);
 long doctor_parse_meminfo_hugepagesize(const char *meminfo);
 int doctor_parse_buddyinfo(const char *text, long order, long page_kb, double *below, double *above);
+double doctor_parse_zoneinfo_pcp(const char *zoneinfo, long page_kb);
 
 /* util.c: helpers every command may use.  */
 void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
