@@ -290,7 +290,7 @@ static void json_sym(const struct sym *s) {
 }
 
 void stacks_report_json(const struct hpm_trace *tr, const struct stacks_result *r, int top) {
-  printf(",\"stacks\":{\"distinct\":%zu,\"depth\":%llu,\"unwinder\":\"%s\",\"frames\":%zu,\"objects_files\":%zu,"
+  printf(",\"stacks\":{\"distinct\":%zu,\"depth\":%llu,\"unwinder\":\"%s\",\"frames\":%zu,\"object_files\":%zu,"
          "\"without_stack\":%llu",
          r->used, (unsigned long long)tr->hdr.stack_depth, unwinder_name[tr->hdr.unwinder < 4 ? tr->hdr.unwinder : 0],
          r->naddr, r->nfiles, (unsigned long long)r->none[SM_COUNT]);
