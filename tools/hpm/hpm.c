@@ -14,7 +14,7 @@ static const struct command {
   int (*fn)(int, char **);
   const char *summary;
 } commands[] = {
-  { "record", cmd_record, "record -o FILE -- CMD ARGS...   run CMD with the recorder preloaded" },
+  { "record", cmd_record, "record -o FILE [--stacks] -- CMD ARGS...  run CMD with the recorder preloaded" },
   { "replay", cmd_replay, "replay FILE [options]           replay a trace against an allocator" },
   { "compare", cmd_compare, "compare FILE [options]          replay under several allocators, side by side" },
   { "analyze", cmd_analyze, "analyze FILE [--json] [--svg DIR] [--stacks] [--flame OUT.svg]  describe a trace" },
