@@ -13,6 +13,7 @@ HPM_CFLAGS    := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -I$(HPM_DIR) -Itunables
 HPM_SRCS      := $(filter-out $(HPM_DIR)/recorder.c,$(sort $(wildcard $(HPM_DIR)/*.c))) tunables/tunables.c
 HPM_HDRS      := $(wildcard $(HPM_DIR)/*.h) tunables/tunables.h
 HPM_TESTPROG  := $(BUILD)/tests/hpm/xthread
+HPM_LEAKY     := $(BUILD)/tests/hpm/leaky
 HPM_UNIT      := $(BUILD)/tests/hpm/test_trace
 HPM_UNIT_ARGS := $(BUILD)/tests/hpm/test_args
 HPM_UNIT_STATS := $(BUILD)/tests/hpm/test_stats
@@ -41,12 +42,18 @@ $(HPM_BIN): $(HPM_SRCS) $(HPM_HDRS) $(HPM_PATHS)
 # needs: pthread_create, exec*, _exit) exported.
 $(HPM_TRACE_SO): $(HPM_DIR)/recorder.c $(HPM_DIR)/trace.c $(HPM_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(HPM_CFLAGS) -fPIC -fvisibility=hidden -ftls-model=initial-exec -shared $(LDFLAGS) \
+	$(CC) $(HPM_CFLAGS) -fPIC -fvisibility=hidden -ftls-model=initial-exec -fno-omit-frame-pointer -shared $(LDFLAGS) \
 	  -o $@ $(HPM_DIR)/recorder.c $(HPM_DIR)/trace.c -ldl -lpthread
 
 $(HPM_TESTPROG): tests/hpm/xthread.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -g -fno-builtin -Wall -Wextra -D_GNU_SOURCE -o $@ $< -lpthread
+
+# The program with a known leak that check-hpm records with --stacks:
+# debug information for file:line, frame pointers for --unwind fp.
+$(HPM_LEAKY): tests/hpm/leaky.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O0 -g -fno-omit-frame-pointer -Wall -Wextra -o $@ $<
 
 # Criterion tests of the trace codec, the command-line parser and the
 # statistics.
@@ -66,7 +73,7 @@ $(HPM_UNIT_STATS): tests/hpm/test_stats.c $(HPM_DIR)/stats.c $(HPM_HDRS)
 hpm-bins: $(HPM_BIN) $(HPM_TRACE_SO)
 all: hpm-bins
 
-check-hpm: hpm-bins $(LIB_SO) $(HPM_TESTPROG) $(HPM_UNIT) $(HPM_UNIT_ARGS) $(HPM_UNIT_STATS)
+check-hpm: hpm-bins $(LIB_SO) $(HPM_TESTPROG) $(HPM_LEAKY) $(HPM_UNIT) $(HPM_UNIT_ARGS) $(HPM_UNIT_STATS)
 	@$(HPM_UNIT) --jobs=2 && $(HPM_UNIT_ARGS) --jobs=2 && $(HPM_UNIT_STATS) --jobs=2 && \
 	  BUILD=$(BUILD) bash tests/hpm/run-hpm.sh
 

@@ -25,10 +25,24 @@ def varint(v):
 def zigzag(v):
     return (v << 1) ^ (v >> 63) if v >= 0 else ((-v) << 1) - 1
 
-def header(cmd=b"mktrace"):
+def header(cmd=b"mktrace", version=1, depth=0, unwinder=0):
     body = b"".join(varint(x) for x in (4096, 2, 4242, 1, 1, 10**9, 1700000000 * 10**9))
     body += varint(len(cmd)) + cmd
-    return b"HPMTRACE" + struct.pack("<HHI", 1, 0, len(body)) + body + struct.pack("<I", crc32c(body))
+    if version == 2:                # the stack fields after the command line
+        body += varint(depth) + varint(unwinder)
+    return b"HPMTRACE" + struct.pack("<HHI", version, 0, len(body)) + body + struct.pack("<I", crc32c(body))
+
+def other_chunk(magic, thread, n, payload):
+    """A stack chunk (HPMS: N stacks) or a maps chunk (HPMM: thread 0, N 0)."""
+    head = magic + struct.pack("<IIIQQ", len(payload), thread, n, 0, 0)
+    return head + struct.pack("<I", crc32c(head + payload)) + payload
+
+def stack_record(ident, frames):
+    out, prev = bytearray(varint(ident) + varint(len(frames))), 0
+    for f in frames:
+        out += varint(zigzag(f - prev))
+        prev = f
+    return bytes(out)
 
 class Chunk:
     """Events of one thread; ids are given explicitly."""
@@ -48,12 +62,14 @@ class Chunk:
             return varint(ref)
         return varint(zigzag(ref - self.last) + 2)
 
-    def malloc(self, t, size, ident):
+    def malloc(self, t, size, ident, stack=0):
         implicit = ident == self.last + 1
-        self._op(0, 0x10 if implicit else 0, t)
+        self._op(0, (0x10 if implicit else 0) | (0x80 if stack else 0), t)
         self.payload += varint(size)
         if not implicit:
             self.payload += varint(zigzag(ident - (self.last + 1)))
+        if stack:                   # version 2: the STACK flag, then the stack id
+            self.payload += varint(stack)
         self.last = ident
 
     def free(self, t, ref):
@@ -86,6 +102,27 @@ def main():
     kind, out = sys.argv[1], sys.argv[2]
     if kind == "simple":            # 21 events, 10 objects, peak 1045 bytes
         data = simple()
+    elif kind == "stacks":          # version 2: 3 mallocs on 2 stacks (one defined after its use), a maps chunk
+        c = Chunk(1)
+        c.thread_start(0, 100)
+        c.malloc(5, 100, 2, stack=1)
+        c.malloc(6, 200, 3, stack=2)
+        c.malloc(7, 300, 4, stack=1)
+        c.free(8, 3)
+        maps = b"00400000-00500000 r-xp 00000000 08:01 42 /nonexistent/prog\n"
+        data = (header(version=2, depth=8, unwinder=3) + other_chunk(b"HPMS", 1, 1, stack_record(1, [0x401000, 0x402000]))
+                + c.encode() + other_chunk(b"HPMS", 1, 1, stack_record(2, [0x403000, 0x401f00, 0x402000]))
+                + other_chunk(b"HPMM", 0, 0, maps))
+    elif kind == "stack-flag-v1":   # the STACK flag in a version 1 trace
+        c = Chunk(1)
+        c.malloc(1, 10, 2, stack=1)
+        data = header() + c.encode()
+    elif kind == "stack-chunk-v1":  # a stack chunk in a version 1 trace
+        data = header() + other_chunk(b"HPMS", 1, 1, stack_record(1, [0x401000]))
+    elif kind == "zero-stack":      # stack id 0 behind the STACK flag
+        c = Chunk(1)
+        c.raw(bytes([0x90, 0x01, 0x0A, 0x00]))
+        data = header(version=2, depth=8) + c.encode()
     elif kind == "header-only":
         data = header()
     elif kind == "huge-count":      # event count that cannot fit the payload

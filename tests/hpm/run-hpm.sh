@@ -24,7 +24,7 @@ jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)"
 [ -x "$HPM" ] && [ -f "$ROOT/$BUILD/lib/libhpmtrace.so" ] || { echo "FAIL hpm not built"; exit 1; }
 
 # --- help and usage -----------------------------------------------------------
-for c in record replay compare analyze tune tlbcost dump reencode; do
+for c in record replay compare analyze tune tlbcost dump reencode ls doctor; do
   out=$(T "$HPM" $c --help 2>&1); rc=$?
   check "hpm $c --help" test $rc -eq 0 -a -n "$(echo "$out" | grep -i usage)"
 done
@@ -40,7 +40,7 @@ usage_error() {
 }
 usage_error "record without -o" "hpm record: missing -o FILE" record -- true
 usage_error "record without a command" "hpm record: missing CMD" record -o "$W/x.hpmt"
-usage_error "record with an unknown option" "unknown option --bogus (options: -o, --quiet, --help)" record --bogus -o x -- true
+usage_error "record with an unknown option" "unknown option --bogus (options: -o, --quiet, --stacks, --unwind, --help)" record --bogus -o x -- true
 usage_error "replay --touch with a bad value" "bad value for --touch: 'most' (expected none, first or full)" \
   replay "$TRACES/sort.hpmt" --touch most
 usage_error "replay --threads=VALUE checked too" "(expected faithful or serial)" replay "$TRACES/sort.hpmt" --threads=all
@@ -354,6 +354,138 @@ check "tune, Ctrl-C: exit $rc, PARTIAL and no recommendation" sh -c \
 
 T "$HPM" tlbcost --max 8M --reads 20000 --no-save > "$W/tlb.txt"
 check "tlbcost prints a latency table and a miss cost" test -n "$(grep '^4 MiB' "$W/tlb.txt")" -a -n "$(grep 'TLB miss cost' "$W/tlb.txt")"
+
+# --- call stacks (hpm record --stacks, hpm analyze --stacks/--flame) ---------------
+LEAKY=$ROOT/$BUILD/tests/hpm/leaky
+LEAKSRC=$ROOT/tests/hpm/leaky.c
+leak_line=$(grep -n '/\* LEAK \*/' "$LEAKSRC" | cut -d: -f1)
+peak_line=$(grep -n '/\* PEAK \*/' "$LEAKSRC" | cut -d: -f1)
+# stack definitions in a trace: N of every HPMS chunk (FORMAT.md)
+nstackdefs() { python3 -c '
+import struct,sys
+b=open(sys.argv[1],"rb").read(); o=16+struct.unpack_from("<I",b,12)[0]+4; n=0
+while o+36<=len(b):
+    m,p,t,c=b[o:o+4],*struct.unpack_from("<III",b,o+4)
+    n+=c if m==b"HPMS" else 0; o+=36+p
+print(n)' "$1"; }
+for u in libunwind libgcc fp; do
+  out=$(cd "$W" && T "$HPM" record -q -o lk-$u.hpmt --stacks --unwind $u -- "$LEAKY" 2000)
+  check "--stacks --unwind $u: the program's output unchanged" test "$out" = "$("$LEAKY" 2000)"
+  T "$HPM" analyze --stacks --json "$W/lk-$u.hpmt" > "$W/lk-$u.json"
+  check "--unwind $u: analyze --stacks names the leak: leak_records at leaky.c:$leak_line, 2000 objects" test "$(jget "$W/lk-$u.json" \
+    'int((lambda s: s["site"]["function"] == "leak_records" and s["site"]["file"].endswith("tests/hpm/leaky.c") and s["site"]["line"] == '"$leak_line"' and s["leaked_bytes"] == 2000 * 64)(d["stacks"]["top_leaked"][0]))')" = 1
+  check "--unwind $u: the peak is grow_table at leaky.c:$peak_line, called from main" test "$(jget "$W/lk-$u.json" \
+    'int((lambda s: s["site"]["function"] == "grow_table" and s["site"]["line"] == '"$peak_line"' and s["peak_bytes"] == 2000 * 1024 and s["stack"][1]["function"] == "main")(d["stacks"]["top_peak"][0]))')" = 1
+done
+check "record --stacks writes trace version 2" test "$(head -c 9 "$W/lk-libunwind.hpmt" | tail -c 1 | od -An -tu1 | tr -d ' ')" = 2
+check "without --stacks the trace stays version 1" test "$(head -c 9 "$W/sort.hpmt" | tail -c 1 | od -An -tu1 | tr -d ' ')" = 1
+d=$(jget "$W/lk-libunwind.json" 'd["stacks"]["distinct"]'); n=$(nstackdefs "$W/lk-libunwind.hpmt")
+check "stacks deduplicated: 10003+ allocations, $d distinct stacks, $n defined in the file (each once)" \
+  test "$d" -le 8 -a "$n" = "$d" -a "$(jget "$W/lk-libunwind.json" 'd["ops"]["malloc"]')" -ge 10001
+check "parse_line: 8000 allocations from one call site" test "$(jget "$W/lk-libunwind.json" \
+  'int(any(s["site"]["function"] == "parse_line" and s["allocations"] == 8000 for s in d["stacks"]["top_count"]))')" = 1
+T "$HPM" analyze --stacks "$W/lk-libunwind.hpmt" > "$W/lk.txt"
+check "analyze --stacks text: three tables, the leak with its caller" sh -c 'grep -q "^top call sites by bytes never freed" "$1" &&
+  grep -q "leak_records (.*tests/hpm/leaky.c:'"$leak_line"')" "$1" && grep -q "<- main (.*leaky.c" "$1" && grep -q "^top call sites by allocations" "$1"' _ "$W/lk.txt"
+for f in "$W/lk-libunwind.hpmt" "$W/lk-fp.hpmt"; do
+  T "$HPM" reencode "$f" "$W/re.hpmt" && cmp -s "$f" "$W/re.hpmt"
+  check "re-encoding $(basename "$f") (stack and maps chunks) is byte-exact" test $? -eq 0
+done
+T "$HPM" analyze "$W/lk-libunwind.hpmt" --flame "$W/flame.svg" --flame-by leaked >/dev/null
+check "--flame: folded stacks, outermost first" grep -q "^_start;.*;main;leak_records 128000$" "$W/flame.folded"
+check "--flame: an SVG naming the frames" sh -c 'grep -q "</svg>" "$1" && grep -q "<title>leak_records (128000 bytes" "$1"' _ "$W/flame.svg"
+if command -v rsvg-convert >/dev/null; then
+  rsvg-convert -o "$W/flame.png" "$W/flame.svg" 2>"$W/rsvg.err"
+  check "--flame: the SVG renders (rsvg-convert: $(stat -c %s "$W/flame.png" 2>/dev/null) bytes of PNG)" test $? -eq 0 -a -s "$W/flame.png" -a ! -s "$W/rsvg.err"
+else
+  echo "skip rendering the flame graph: rsvg-convert missing (librsvg2-bin)"
+fi
+(cd "$W" && T "$HPM" record -q -o xts.hpmt --stacks=16 -- "$XT" 5000 fork >/dev/null)
+T "$HPM" reencode "$W/xts.hpmt" "$W/re.hpmt"
+check "threads and fork with --stacks=16: the parent's trace re-encodes byte-exact" cmp -s "$W/xts.hpmt" "$W/re.hpmt"
+xchild=$(ls "$W"/xts.hpmt.[0-9]* 2>/dev/null | head -1)
+check "fork with --stacks: the child defines its own stacks (analyze --stacks reads them)" sh -c \
+  '"$1" analyze --stacks --json "$2" 2>/dev/null | python3 -c "import json,sys; d=json.load(sys.stdin)[\"stacks\"]; sys.exit(not (d[\"distinct\"] >= 1 and d[\"without_stack\"] == 0))"' _ "$HPM" "$xchild"
+(cd "$W" && T "$HPM" record -q -o sfs.hpmt --stacks -- "$XT" 100 sigfork >/dev/null 2>&1); rc=$?
+nf=$(ls "$W"/sfs.hpmt* 2>/dev/null | wc -l); nbad=0
+for f in "$W"/sfs.hpmt*; do T "$HPM" analyze "$f" >/dev/null 2>&1 || nbad=$((nbad+1)); done
+check "fork in signal handlers with --stacks: exit $rc, $nf traces, $nbad unreadable" test $rc -eq 0 -a "$nf" -ge 3 -a $nbad -eq 0
+check "fork in signal handlers with --stacks: the parent's stacks read" sh -c '"$1" analyze --stacks "$2" >/dev/null' _ "$HPM" "$W/sfs.hpmt"
+check "analyze --stacks --top 1: one site per table" test "$(T "$HPM" analyze --stacks --top 1 --json "$W/xts.hpmt" | python3 -c 'import json,sys; d=json.load(sys.stdin)["stacks"]; print(len(d["top_peak"]), len(d["top_count"]))')" = "1 1"
+# Old traces (version 1, before stacks) still read, and say they have none.
+for f in "$TRACES"/*.hpmt; do
+  check "bundled $(basename "$f"): version 1, still read" test "$(head -c 9 "$f" | tail -c 1 | od -An -tu1 | tr -d ' ')" = 1 -a \
+    "$(T "$HPM" analyze --json "$f" 2>/dev/null | python3 -c 'import json,sys; print(int(json.load(sys.stdin)["events"] > 0))')" = 1
+done
+out=$(T "$HPM" analyze --stacks "$TRACES/sort.hpmt" 2>&1 >/dev/null); rc=$?
+check "analyze --stacks on a trace without stacks: exit $rc, says so" test $rc -eq 1 -a -n "$(echo "$out" | grep 'no call stacks in this trace')"
+$MK stacks "$W/mkst.hpmt"
+T "$HPM" reencode "$W/mkst.hpmt" "$W/re.hpmt"
+check "a version 2 trace from the independent writer (mktrace.py) re-encodes byte-exact" cmp -s "$W/mkst.hpmt" "$W/re.hpmt"
+check "mktrace stacks: 2 stacks (one defined after its use), 600 bytes on them, no file: object+offset" test "$(T "$HPM" analyze --stacks --json "$W/mkst.hpmt" | python3 -c \
+  'import json,sys; d=json.load(sys.stdin)["stacks"]; print(d["distinct"], sum(s["bytes"] for s in d["top_count"]), d["top_count"][0]["site"]["function"])')" = "2 600 prog+0xfff"
+for k in stack-flag-v1 stack-chunk-v1 zero-stack; do
+  $MK $k "$W/$k.hpmt"; bad "hostile: $k" "$W/$k.hpmt" "byte offset [0-9]"
+done
+usage_error "record --stacks=0" "bad value for --stacks: '0' (expected an integer from 1 to 256)" record --stacks=0 -o x -- true
+usage_error "record --unwind names the unwinders" "(expected libunwind, libgcc or fp)" record --stacks --unwind dwarf -o x -- true
+usage_error "analyze --flame-by names the metrics" "(expected peak, leaked, count or bytes)" analyze "$TRACES/sort.hpmt" --flame-by x
+
+# --- processes of a recording: hpm ls, --largest ----------------------------------------
+(cd "$W" && T "$HPM" record -q -o pl.hpmt -- sh -c "seq 1 30000 | sort -rn | tail -1 > /dev/null; $XT 500 fork > /dev/null")
+T "$HPM" ls --json "$W/pl.hpmt" > "$W/ls.json"; rc=$?
+nfiles=$(ls "$W"/pl.hpmt* | wc -l)
+check "ls: exit $rc, one line per file ($nfiles), pid and parent from the headers" test $rc -eq 0 -a "$(jget "$W/ls.json" \
+  'int(len(d["processes"]) == '"$nfiles"' and all(p["pid"] > 0 and p["ppid"] > 0 and p["readable"] for p in d["processes"]))')" = 1
+check "ls: the first process heads the tree, its children below it" test "$(jget "$W/ls.json" \
+  'int(d["processes"][0]["file"].endswith("/pl.hpmt") and d["processes"][0]["depth"] == 0 and sum(p["depth"] >= 1 for p in d["processes"]) >= 3)')" = 1
+check "ls: sort is there with its events and peak" test "$(jget "$W/ls.json" \
+  'int(any(p["command"].startswith("sort") and p["events"] > 10 and p["peak_live_bytes"] > 0 and p["threads"] >= 1 for p in d["processes"]))')" = 1
+T "$HPM" ls "$W/pl.hpmt" > "$W/ls.txt"
+check "ls text: a header and a line per process" test "$(grep -c "pl.hpmt" "$W/ls.txt")" -eq $((nfiles + 1)) -a -n "$(grep '`- ' "$W/ls.txt")"
+big=$(jget "$W/ls.json" 'max(d["processes"], key=lambda p: p["peak_live_bytes"])["file"]')
+T "$HPM" analyze --largest --json "$W/pl.hpmt" > "$W/lg.json" 2> "$W/lg.err"
+check "analyze --largest: uses $(basename "$big"), and says so" test "$(jget "$W/lg.json" 'd["file"]')" = "$big" -a -n "$(grep "hpm analyze: using $big" "$W/lg.err")"
+T "$HPM" replay --largest --json "$W/pl.hpmt" > "$W/rlg.json" 2> "$W/rlg.err"
+check "replay --largest: replays $(basename "$big"), says so" test $? -eq 0 -a -n "$(grep "hpm replay: using $big" "$W/rlg.err")" -a \
+  "$(jget "$W/rlg.json" 'd["peak_live_bytes"]')" = "$(jget "$W/lg.json" 'd["peak_live_bytes"]')"
+T "$HPM" analyze "$W/pl.hpmt" > /dev/null 2> "$W/first.err"
+check "analyze of a base with children: a note names hpm ls" test -n "$(grep "is the first of $nfiles processes" "$W/first.err")"
+out=$(T "$HPM" ls "$W/nosuch.hpmt" 2>&1); rc=$?
+check "ls of nothing: exit $rc, names it" test $rc -eq 1 -a -n "$(echo "$out" | grep 'no such trace')"
+usage_error "ls without a base" "hpm ls: missing BASE" ls
+check "ls: an exec continues its process (seq below the shell that became it)" test "$(jget "$W/ls.json" \
+  'int(all(any(q["pid"] == p["pid"] and q["depth"] == p["depth"] - 1 for q in d["processes"]) for p in d["processes"] if p["file"].split("/")[-1].count(".") == 3) and any(p["file"].split("/")[-1].count(".") == 3 for p in d["processes"]))')" = 1
+
+# --- hpm doctor ----------------------------------------------------------------------------
+DOC=$ROOT/tests/hpm/doctor
+T "$HPM" doctor --root "$DOC/vm-reporting" --json > "$W/dvm.json"; rc=$?
+check "doctor --root (a VM with free-page reporting): exit $rc, settings read" test $rc -eq 0 -a "$(jget "$W/dvm.json" \
+  'int(d["settings"]["thp"] == {"enabled": "madvise", "defrag": "madvise", "khugepaged_max_ptes_none": 511, "pmd_size_kb": 2048, "mthp": [{"size_kb": 16, "enabled": "never"}, {"size_kb": 32, "enabled": "never"}, {"size_kb": 64, "enabled": "never"}, {"size_kb": 2048, "enabled": "inherit"}]})')" = 1
+check "doctor: the balloon's reporting bit (5) and order, the hypervisor flag, overcommit" test "$(jget "$W/dvm.json" \
+  'int(d["settings"]["vm"] == {"hypervisor": True, "virtio_balloon": True, "free_page_reporting": True, "free_page_hinting": False, "page_reporting_order": 9, "free_reportable_mib": 11954, "free_fragments_mib": 2379} and d["settings"]["overcommit_memory"] == 0)')" = 1
+check "doctor: base pages take the 2379 MiB of free fragments first (buddyinfo below order 9)" test -n "$(jget "$W/dvm.json" 'd["verdicts"][0]["reason"]' | grep 'take the 2379 MiB free in blocks smaller')"
+check "doctor --root implies --quick; verdicts: THP yes, hugetlb no (empty pool, says how to fill it)" test "$(jget "$W/dvm.json" \
+  'int(d["measured"] is None and [v["usable"] for v in d["verdicts"]] == [True, True, False] and "echo 512 > /proc/sys/vm/nr_hugepages" in d["verdicts"][2]["reason"])')" = 1
+check "doctor: a 1 GiB heap in this VM: hugetlb=1 and a trim threshold" test "$(jget "$W/dvm.json" 'd["recommended"]["glibc_tunables"]')" = "glibc.malloc.hugetlb=1:glibc.malloc.trim_threshold=134217728"
+T "$HPM" doctor --root "$DOC/metal-pool" --heap 2G --json > "$W/dmp.json"
+check "doctor --root (bare metal, pools): pools by size, defer, max_ptes_none 0" test "$(jget "$W/dmp.json" \
+  'int([(p["size_kb"], p["free"], p["reserved"]) for p in d["settings"]["hugetlb"]["pools"]] == [(2048, 1000, 8), (1048576, 4, 0)] and d["settings"]["thp"]["defrag"] == "defer" and d["settings"]["vm"]["virtio_balloon"] is False and d["settings"]["overcommit_memory"] == 2)')" = 1
+check "doctor: a 2 GiB heap fits the 1 GiB pool: hugetlb=2 with 1 GiB pages" test "$(jget "$W/dmp.json" 'd["recommended"]["glibc_tunables"]')" = "glibc.malloc.hugetlb=2:hpmalloc.hugetlb_size=1073741824"
+check "doctor: a 4 MiB heap stays on base pages" test "$(T "$HPM" doctor --root "$DOC/metal-pool" --heap 4M --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["recommended"]["glibc_tunables"])')" = "glibc.malloc.hugetlb=0"
+check "doctor: THP never means mode 1 is no" test "$(T "$HPM" doctor --root "$ROOT/tests/fixtures/thp-never" --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["verdicts"][1]["usable"], d["settings"]["thp"]["enabled"])')" = "False never"
+T "$HPM" doctor --root "$DOC/vm-reporting" > "$W/dvm.txt"
+check "doctor text: settings, a verdict per mode, the tunables line" sh -c 'grep -q "^transparent huge pages: enabled madvise" "$1" && grep -q "free-page reporting on (feature bit 5)" "$1" &&
+  [ "$(grep -c "^hugetlb=[012] " "$1")" = 3 ] && grep -q "GLIBC_TUNABLES=glibc.malloc.hugetlb=1" "$1"' _ "$W/dvm.txt"
+T "$HPM" doctor --quick --json > "$W/dq.json"
+check "doctor --quick here: the settings of this machine, nothing measured" test "$(jget "$W/dq.json" \
+  'int(d["measured"] is None and d["settings"]["thp"]["enabled"] in ("always", "madvise", "never", "") and len(d["verdicts"]) == 3)')" = 1
+T "$HPM" doctor --json --heap 64M > "$W/dm.json"; rc=$?
+check "doctor (measured): exit $rc, first-touch and TLB figures present and positive" test $rc -eq 0 -a "$(jget "$W/dm.json" \
+  'int(all(d["measured"]["first_touch_ms_per_2m"][k] > 0 for k in ("base_cold", "base_warm", "thp_cold", "thp_warm")) and d["measured"]["tlb"]["ns_4k"] > 0 and d["recommended"]["heap_bytes"] == 64 << 20)')" = 1
+out=$(T "$HPM" doctor --root /nonexistent 2>&1); rc=$?
+check "doctor --root of a missing directory: exit $rc" test $rc -eq 1 -a -n "$(echo "$out" | grep /nonexistent)"
+usage_error "doctor --heap not a size" "bad value for --heap: 'lots'" doctor --heap lots
 
 echo "check-hpm: $passes passed, $fails failed"
 [ $fails -eq 0 ]

@@ -278,3 +278,32 @@ Test(args, nested_tables_abort, .signal = SIGABRT) {
   struct opts o;
   args_parse(&nested_cmd, 1, ARGV("x"), &o); /* flattening the table aborts before argv is read */
 }
+
+/* An option with an implicit value (`--stacks` is `--stacks=64`): a value
+   only after '=', so the next argument stays a positional (or `--`).  */
+static const struct arg_opt implicit_args[] = {
+  { .name = "--depth", .kind = ARG_INT, .off = offsetof(struct opts, count), .min = 1, .max = 256, .implicit = "64" },
+  { .name = "CMD", .kind = ARG_REST, .off = offsetof(struct opts, rest), .required = 1 },
+  { 0 },
+};
+
+static const struct arg_cmd implicit_cmd = {
+  .name = "imp",
+  .synopsis = "usage: hpm imp [--depth[=N]] CMD...\n",
+  .args = implicit_args,
+};
+
+Test(args, implicit_value) {
+  struct opts o;
+  cr_assert_eq(run(&implicit_cmd, ARGV("--depth", "--", "prog"), &o), ARGS_RUN);
+  cr_expect_eq(o.count, 64);
+  cr_expect_str_eq(o.rest[0], "prog");
+  cr_assert_eq(run(&implicit_cmd, ARGV("--depth=8", "prog", "9"), &o), ARGS_RUN);
+  cr_expect_eq(o.count, 8);
+  cr_expect_str_eq(o.rest[1], "9");
+  cr_assert_eq(run(&implicit_cmd, ARGV("--depth", "12"), &o), ARGS_RUN, "12 is the command, not the depth");
+  cr_expect_eq(o.count, 64);
+  cr_expect_str_eq(o.rest[0], "12");
+  cr_assert_eq(run(&implicit_cmd, ARGV("--depth=0", "prog"), &o), 2);
+  cr_expect(strstr(err_text, "bad value for --depth: '0' (expected an integer from 1 to 256)") != NULL, "%s", err_text);
+}

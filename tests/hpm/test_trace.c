@@ -155,3 +155,79 @@ Test(trace, hostile_counts_and_lengths)
   cr_assert_eq(hpm_trace_read_buffer(buf, 0, &tr, err, sizeof err), -1);
   cr_assert(strstr(err, "byte offset 0: empty"), "%s", err);
 }
+
+/* Version 2: a stack chunk, events with the STACK flag (one naming a
+   stack defined later in the file), a maps chunk; byte-exact again.  */
+Test(trace, stacks_round_trip_byte_exact)
+{
+  static char cmd[] = "prog";
+  struct hpm_header h = { .version = HPM_VERSION_STACKS, .page_size = 4096, .pid = 9, .clock_id = 1,
+                          .stack_depth = 32, .unwinder = HPM_UNWIND_LIBUNWIND, .cmdline = cmd, .cmdline_len = 4 };
+  static const uint64_t f1[] = { 0x401000, 0x7f0000001000ull }, f2[] = { 0x402000 };
+  static const char maps[] = "00400000-00500000 r-xp 00000000 08:01 42 /bin/prog\n";
+  struct hpm_event ev[] = {
+    { .thread = 1, .t = 1, .kind = HPM_MALLOC, .size = 10, .id = 2, .stack = 1 },
+    { .thread = 1, .t = 2, .kind = HPM_CALLOC, .arg = 2, .size = 3, .id = 3, .stack = 2 },
+    { .thread = 1, .t = 3, .kind = HPM_MALLOC, .size = 1, .flags = HPM_F_FAIL, .stack = 1 },
+    { .thread = 1, .t = 4, .kind = HPM_FREE, .ref = 2 },
+  };
+  unsigned char *p = hpm_encode_header(buf, &h), *q;
+  q = hpm_encode_stack(p + HPM_CHUNK_HDR, 1, f1, 2);
+  hpm_encode_other_header(p, HPM_STACK_MAGIC, 1, 1, (uint32_t) (q - p - HPM_CHUNK_HDR));
+  p = q;
+  uint64_t t = 0, id = 1;
+  q = p + HPM_CHUNK_HDR;
+  for (int i = 0; i < 4; i++)
+    q = hpm_encode_event(q, &ev[i], &t, &id);
+  hpm_encode_chunk_header(p, 1, 4, 0, 1, (uint32_t) (q - p - HPM_CHUNK_HDR));
+  p = q;
+  q = hpm_encode_stack(p + HPM_CHUNK_HDR, 2, f2, 1);
+  hpm_encode_other_header(p, HPM_STACK_MAGIC, 1, 1, (uint32_t) (q - p - HPM_CHUNK_HDR));
+  p = q;
+  memcpy(p + HPM_CHUNK_HDR, maps, sizeof maps - 1);
+  hpm_encode_other_header(p, HPM_MAPS_MAGIC, 0, 0, sizeof maps - 1);
+  size_t len = (size_t) (p + HPM_CHUNK_HDR + sizeof maps - 1 - buf);
+
+  struct hpm_trace tr;
+  char err[256];
+  cr_assert_eq(hpm_trace_read_buffer(buf, len, &tr, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(tr.hdr.version, 2);
+  cr_assert_eq(tr.hdr.stack_depth, 32);
+  cr_assert_eq(tr.hdr.unwinder, HPM_UNWIND_LIBUNWIND);
+  cr_assert_eq(tr.nev, 4);
+  cr_assert_eq(tr.nchunks, 4);
+  cr_assert_eq(tr.nstacks, 2);
+  cr_assert_eq(tr.ev[0].stack, 1);
+  cr_assert_eq(tr.ev[1].stack, 2);
+  cr_assert_eq(tr.ev[2].stack, 1, "a failed allocation keeps its stack");
+  cr_assert_eq(tr.ev[3].stack, 0);
+  const struct hpm_stack *s1 = hpm_trace_stack(&tr, 1), *s2 = hpm_trace_stack(&tr, 2);
+  cr_assert(s1 && s2);
+  cr_assert_eq(s1->nframes, 2);
+  cr_assert_eq(tr.frames[s1->first + 1], 0x7f0000001000ull);
+  cr_assert_eq(tr.frames[s2->first], 0x402000);
+  cr_assert_null(hpm_trace_stack(&tr, 3));
+  cr_assert_null(hpm_trace_stack(&tr, 0));
+  cr_assert_str_eq(tr.maps, maps);
+  unsigned char *out;
+  size_t outlen;
+  cr_assert_eq(hpm_trace_encode(&tr, &out, &outlen), 0);
+  cr_assert_eq(outlen, len);
+  cr_assert(memcmp(out, buf, len) == 0, "re-encoding differs");
+  free(out);
+  hpm_trace_free(&tr);
+
+  /* The same bytes as version 1: the stack chunk is an unknown magic.  */
+  buf[8] = 1;
+  cr_assert_eq(hpm_trace_read_buffer(buf, len, &tr, err, sizeof err), -1);
+}
+
+Test(trace, stack_flag_only_in_version_2)
+{
+  struct hpm_event e = { .thread = 1, .t = 1, .kind = HPM_MALLOC, .size = 1, .id = 6, .stack = 7 };
+  size_t len = build(&e, 1); /* a version 1 header */
+  struct hpm_trace tr;
+  char err[256];
+  cr_assert_eq(hpm_trace_read_buffer(buf, len, &tr, err, sizeof err), -1);
+  cr_assert(strstr(err, "invalid flags 0x90") != NULL, "%s", err);
+}

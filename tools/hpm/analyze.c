@@ -3,6 +3,7 @@
    text, JSON and SVG.  MIT licence.  */
 #include "args.h"
 #include "hpm.h"
+#include "stacks.h"
 #include "stats.h"
 #include "svg.h"
 
@@ -18,27 +19,44 @@
 #define MATRIX_MAX 16 /* threads shown in the matrix */
 
 struct analyze_opts {
-  const char *file, *svgdir;
-  int json;
+  const char *file, *svgdir, *flame;
+  int json, stacks, top, flame_by, largest;
 };
 
 static const struct arg_opt analyze_args[] = {
   { .name = "FILE", .kind = ARG_STR, .off = offsetof(struct analyze_opts, file), .required = 1, .doc = "the trace" },
   { .name = "--json", .kind = ARG_FLAG, .off = offsetof(struct analyze_opts, json) },
   { .name = "--svg", .kind = ARG_STR, .off = offsetof(struct analyze_opts, svgdir), .meta = "DIR" },
+  { .name = "--stacks", .kind = ARG_FLAG, .off = offsetof(struct analyze_opts, stacks) },
+  { .name = "--top", .kind = ARG_INT, .off = offsetof(struct analyze_opts, top), .min = 1, .max = 100 },
+  { .name = "--flame", .kind = ARG_STR, .off = offsetof(struct analyze_opts, flame), .meta = "OUT.svg" },
+  { .name = "--flame-by",
+    .kind = ARG_CHOICE,
+    .off = offsetof(struct analyze_opts, flame_by),
+    .meta = "peak|leaked|count|bytes" },
+  { .name = "--largest", .kind = ARG_FLAG, .off = offsetof(struct analyze_opts, largest) },
   { 0 },
 };
 
 static const struct arg_cmd analyze_cmd = {
   .name = "analyze",
-  .synopsis = "usage: hpm analyze FILE [--json] [--svg DIR]\n",
+  .synopsis = "usage: hpm analyze FILE [--largest] [--json] [--svg DIR] [--stacks] [--top N]\n"
+              "                   [--flame OUT.svg] [--flame-by peak|leaked|count|bytes]\n",
   .help = "Describes a trace: operation counts, size histogram (by count and by bytes),\n"
           "lifetime histogram, live bytes over time, the peak and when it happened,\n"
           "per-thread counts and the matrix of allocating vs freeing thread.\n"
           "  --json      one JSON object (keys: events, threads, peak_live_bytes,\n"
           "              peak_time_s, ops, size_histogram, lifetime_histogram,\n"
           "              live_bytes_over_time, per_thread, free_matrix, ...)\n"
-          "  --svg DIR   write live_bytes.svg, sizes.svg and lifetimes.svg into DIR\n",
+          "  --svg DIR   write live_bytes.svg, sizes.svg and lifetimes.svg into DIR\n"
+          "  --stacks    (a trace recorded with --stacks) the top call sites by bytes live at\n"
+          "              the peak, bytes never freed and allocations, with file:line where\n"
+          "              debug information has it (addr2line) and their callers\n"
+          "  --top N     call sites per table (1 to 100, default 10)\n"
+          "  --flame OUT.svg  a flame graph of the call stacks, and the folded stacks in\n"
+          "              OUT.folded; --flame-by: bytes live at the peak (default), bytes\n"
+          "              never freed, allocations or bytes allocated\n"
+          "  --largest   FILE names a recording: analyze its process with the largest peak\n",
   .args = analyze_args,
 };
 
@@ -211,11 +229,11 @@ static void json_threads(const struct prep *p, const struct analysis *a) {
   printf("]}");
 }
 
+/* Without the closing brace: --stacks adds its key.  */
 static void report_json(const char *file, const struct hpm_trace *tr, const struct prep *p, const struct analysis *a) {
   json_summary(file, tr, p, a);
   json_histograms(a);
   json_threads(p, a);
-  printf("}\n");
 }
 
 /* --- text ---------------------------------------------------------------------- */
@@ -366,20 +384,60 @@ static int report_svg(const char *dir, const char *file, const struct analysis *
   return 0;
 }
 
+/* --stacks and --flame: 0, or 1 after a message.  */
+static int run_stacks(const struct analyze_opts *o, const struct hpm_trace *tr, const struct prep *p,
+                      struct stacks_result *sr) {
+  if (!tr->nstacks) {
+    fprintf(stderr, "hpm analyze: %s: no call stacks in this trace (record it with hpm record --stacks)\n", o->file);
+    return 1;
+  }
+  return stacks_run(tr, p, sr) ? 1 : 0;
+}
+
+/* OUT.svg's folded stacks: OUT.folded.  */
+static int report_flame(const struct analyze_opts *o, const struct hpm_trace *tr, const struct stacks_result *sr) {
+  static const char *const by[] = { "bytes live at the peak", "bytes never freed", "allocations", "bytes allocated" };
+  char folded[4096], title[512];
+  size_t l = strlen(o->flame);
+  if (l >= 4 && !strcmp(o->flame + l - 4, ".svg")) l -= 4;
+  if (l + 8 > sizeof folded) {
+    fprintf(stderr, "hpm analyze: --flame %s: path too long\n", o->flame);
+    return 1;
+  }
+  memcpy(folded, o->flame, l);
+  memcpy(folded + l, ".folded", 8);
+  (void)snprintf(title, sizeof title, "%s: %s by call stack", o->file, by[o->flame_by]); /* a title */
+  return stacks_flame(o->flame, folded, tr, sr, o->flame_by, title);
+}
+
 int cmd_analyze(int argc, char **argv) {
-  struct analyze_opts o = { 0 };
+  struct analyze_opts o = { .top = 10 };
   struct hpm_trace tr;
   struct prep p;
   struct analysis a;
+  struct stacks_result sr = { 0 };
+  char picked[4096];
   int rc = args_parse(&analyze_cmd, argc, argv, &o);
   if (rc != ARGS_RUN) return rc;
+  if (!(o.file = trace_pick("analyze", o.file, o.largest, picked, sizeof picked))) return 1;
   if (load_trace(o.file, &tr, &p)) return 1;
+  if ((o.stacks || o.flame) && run_stacks(&o, &tr, &p, &sr)) {
+    prep_free(&p);
+    hpm_trace_free(&tr);
+    return 1;
+  }
   analyze_run(&p, &a);
-  if (o.json)
+  if (o.json) {
     report_json(o.file, &tr, &p, &a);
-  else
+    if (o.stacks) stacks_report_json(&tr, &sr, o.top);
+    printf("}\n");
+  } else {
     report_text(o.file, &tr, &p, &a);
+    if (o.stacks) stacks_report_text(&tr, &p, &sr, o.top);
+  }
   rc = o.svgdir ? report_svg(o.svgdir, o.file, &a) : 0;
+  if (o.flame) rc |= report_flame(&o, &tr, &sr);
+  stacks_free(&sr);
   free(a.mx);
   prep_free(&p);
   hpm_trace_free(&tr);

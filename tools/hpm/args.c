@@ -219,6 +219,7 @@ static int take_option(struct parser *ps, int argc, char **argv, int *i) {
     *(int *)(ps->opts + f->off) = 1;
     return 0;
   }
+  if (!eq && f->a->implicit) return set_value(ps, f, f->a->implicit);
   const char *val = eq ? eq + 1 : *i + 1 < argc ? argv[++*i] : NULL;
   if (!val) {
     char what[512];

@@ -49,6 +49,8 @@ struct arg_opt {
      with a reason in ERR ("at most 32 configurations").  */
   int (*set)(void *field, const char *val, char *err, size_t errlen);
   const struct arg_opt *sub; /* ARG_TABLE: a table without ARG_TABLE entries */
+  const char *implicit;      /* the value of `--opt` given without `=value` (then the value
+                                can only be given as `--opt=value`), or NULL */
   const char *doc;           /* for the message when it is missing, or NULL */
 };
 

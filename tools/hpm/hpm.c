@@ -14,12 +14,14 @@ static const struct command {
   int (*fn)(int, char **);
   const char *summary;
 } commands[] = {
-  { "record", cmd_record, "record -o FILE -- CMD ARGS...   run CMD with the recorder preloaded" },
+  { "record", cmd_record, "record -o FILE [--stacks] -- CMD ARGS...  run CMD with the recorder preloaded" },
   { "replay", cmd_replay, "replay FILE [options]           replay a trace against an allocator" },
   { "compare", cmd_compare, "compare FILE [options]          replay under several allocators, side by side" },
-  { "analyze", cmd_analyze, "analyze FILE [--json] [--svg DIR]  describe a trace" },
+  { "analyze", cmd_analyze, "analyze FILE [--json] [--svg DIR] [--stacks] [--flame OUT.svg]  describe a trace" },
+  { "ls", cmd_ls, "ls BASE...                      the processes of a recording" },
   { "tune", cmd_tune, "tune FILE [options]             search malloc tunables for a trace" },
   { "tlbcost", cmd_tlbcost, "tlbcost [options]               measure the cost of a TLB miss here" },
+  { "doctor", cmd_doctor, "doctor [--quick] [--heap SIZE] [--json]  what this machine does with each mode" },
   { "dump", cmd_dump, "dump FILE                       print every event (text)" },
   { "reencode", cmd_reencode, "reencode FILE OUT               decode and encode again (format check)" },
   { "__engine", cmd_engine, NULL },

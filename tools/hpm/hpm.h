@@ -32,6 +32,7 @@ struct pthread_info {
 
 struct pobj {
   uint64_t size, t_alloc, t_free;     /* t_free = UINT64_MAX: never freed */
+  uint64_t stack;                     /* the allocation's call stack id, 0 if none */
   uint32_t alloc_thread, free_thread; /* dense thread indexes; free: NONE32 */
 };
 
@@ -51,13 +52,27 @@ struct prep {
 
 /* Build the replay program from a decoded trace.  Returns 0, or -1 with a
    message (e.g. a cycle in cross-thread ordering) in ERR.  Warnings go to
-   stderr prefixed with NAME.  */
+   stderr prefixed with NAME (none when NAME is NULL).  */
 int prep_build(const struct hpm_trace *tr, struct prep *p, const char *name, char *err, size_t errlen);
 void prep_free(struct prep *p);
 
 /* Load FILE and, unless P is NULL, prepare it.  Returns 0, or -1 after
    printing "hpm: FILE: byte offset N: ..." (or another reason).  */
 int load_trace(const char *file, struct hpm_trace *tr, struct prep *p);
+
+/* ls.c: FILE, or with LARGEST the process of the recording FILE (FILE and
+   FILE.<pid>...) with the largest peak, copied into BUF; says on stderr
+   which (messages start "hpm CMD: ").  NULL after a message.  */
+const char *trace_pick(const char *cmd, const char *file, int largest, char *buf, size_t len);
+
+/* doctor.c: its readers of /sys and /proc text, for the tests.  */
+void doctor_parse_choice(const char *text, char *out, size_t n);
+long doctor_parse_long(const char *text, long dflt);
+int doctor_parse_feature(const char *features, int bit);
+int doctor_parse_hypervisor(const char *cpuinfo);
+long doctor_parse_meminfo_hugepagesize(const char *meminfo);
+int doctor_parse_buddyinfo(const char *text, long order, long page_kb, double *below, double *above);
+double doctor_parse_zoneinfo_pcp(const char *zoneinfo, long page_kb);
 
 /* util.c: helpers every command may use.  */
 void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -101,6 +116,8 @@ int cmd_tune(int argc, char **argv);      /* tune.c */
 int cmd_tlbcost(int argc, char **argv);   /* tlbcost.c */
 int cmd_dump(int argc, char **argv);      /* dump.c */
 int cmd_reencode(int argc, char **argv);  /* dump.c */
+int cmd_ls(int argc, char **argv);        /* ls.c */
+int cmd_doctor(int argc, char **argv);    /* doctor.c */
 int cmd_tlbdecode(int argc, char **argv); /* tlb.c: `hpm __tlbdecode`, for the tests */
 int cmd_tlbsim(int argc, char **argv);    /* tlb.c: `hpm __tlbsim`, for the tests */
 
@@ -130,5 +147,9 @@ void tlb_sim_access(struct tlb_sim *s, uint64_t addr, int page);
 void tlb_sim_counts(const struct tlb_sim *s, uint64_t *accesses, uint64_t *l1_misses, uint64_t *walks);
 void tlb_sim_free(struct tlb_sim *s);
 double tlbcost_cached_ns(void); /* measured walk cost, or 0 */
+/* The walk cost as `hpm tlbcost` measures it, at the working set WS only
+   (READS dependent loads on 4 KiB pages, then on THP: ns per load into
+   NS[0] and NS[1], -1 where unmappable); 0 if unknown.  For hpm doctor.  */
+double tlbcost_walk_ns(uint64_t ws, uint64_t reads, double ns[2]);
 
 #endif

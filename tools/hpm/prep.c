@@ -54,6 +54,7 @@ static uint64_t req_size(const struct hpm_event *e) {
 static void warn(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn(const char *name, const char *fmt, ...) {
   va_list ap;
+  if (!name) return;
   fprintf(stderr, "hpm: %s: warning: ", name);
   va_start(ap, fmt);
   vfprintf(stderr, fmt, ap);
@@ -171,6 +172,7 @@ static void number_objects(struct builder *b, struct prep *p) {
     ob->size = req_size(e);
     ob->t_alloc = e->t;
     ob->t_free = UINT64_MAX;
+    ob->stack = e->stack;
     ob->alloc_thread = t;
     ob->free_thread = NONE32;
   }

@@ -18,6 +18,8 @@
 struct record_opts {
   const char *out; /* -o FILE, as given */
   int quiet;
+  int stacks; /* frames per call stack; 0: none */
+  int unwind; /* index in "libunwind|libgcc|fp" */
   char **cmd; /* the program and its arguments, NULL-terminated */
 };
 
@@ -29,6 +31,16 @@ static const struct arg_opt record_args[] = {
     .required = 1,
     .doc = "the trace to write" },
   { .name = "--quiet", .alias = "-q", .kind = ARG_FLAG, .off = offsetof(struct record_opts, quiet) },
+  { .name = "--stacks",
+    .kind = ARG_INT,
+    .off = offsetof(struct record_opts, stacks),
+    .min = 1,
+    .max = HPM_MAX_DEPTH,
+    .implicit = "64" },
+  { .name = "--unwind",
+    .kind = ARG_CHOICE,
+    .off = offsetof(struct record_opts, unwind),
+    .meta = "libunwind|libgcc|fp" },
   { .name = "CMD",
     .kind = ARG_REST,
     .off = offsetof(struct record_opts, cmd),
@@ -40,10 +52,15 @@ static const struct arg_opt record_args[] = {
 
 static const struct arg_cmd record_cmd = {
   .name = "record",
-  .synopsis = "usage: hpm record -o FILE [--quiet] -- CMD ARGS...\n",
+  .synopsis = "usage: hpm record -o FILE [--quiet] [--stacks[=DEPTH]] [--unwind libunwind|libgcc|fp] -- CMD ARGS...\n",
   .help = "Runs CMD with libhpmtrace.so preloaded.  The first process's trace is FILE;\n"
           "every other process it starts writes FILE.<pid> (FILE.<pid>.<k> after an\n"
           "exec).  Exit status: CMD's (128+N if a signal N killed it).\n"
+          "  --stacks[=DEPTH]  record each allocation's call stack, DEPTH frames (1 to 256,\n"
+          "                    default 64), and the mappings for `hpm analyze --stacks`\n"
+          "  --unwind U        how: libunwind (default; DWARF unwind tables, works without\n"
+          "                    frame pointers), libgcc (_Unwind_Backtrace) or fp (frame\n"
+          "                    pointers: fastest, only for code built with them)\n"
           "Environment: HPM_RECORDER=path/to/libhpmtrace.so overrides the library.\n",
   .args = record_args,
 };
@@ -113,14 +130,20 @@ static char *preload_value(const char *lib) {
 
 /* Run CMD with the recorder writing to ABS; wait for it.  Returns its pid
    (with its wait status in *ST), or -1 after a message.  */
-static pid_t run_traced(char **cmd, const char *abs, const char *pre, int *st) {
+static pid_t run_traced(const struct record_opts *o, const char *abs, const char *pre, int *st) {
+  char **cmd = o->cmd;
   pid_t pid = fork();
   if (pid < 0) {
     perror("hpm record: fork");
     return -1;
   }
   if (pid == 0) {
-    if (setenv("HPM_TRACE_OUT", abs, 1) != 0 || setenv("LD_PRELOAD", pre, 1) != 0) {
+    static const char *const unwinders[] = { "libunwind", "libgcc", "fp" };
+    char depth[16];
+    (void)snprintf(depth, sizeof depth, "%d", o->stacks); /* fits: at most 256 */
+    if (setenv("HPM_TRACE_OUT", abs, 1) != 0 || setenv("LD_PRELOAD", pre, 1) != 0 ||
+        (o->stacks ? setenv("HPM_STACKS", depth, 1) != 0 || setenv("HPM_UNWIND", unwinders[o->unwind], 1) != 0
+                   : unsetenv("HPM_STACKS") != 0)) {
       fprintf(stderr, "hpm record: setenv: %s\n", strerror(errno));
       _exit(127);
     }
@@ -201,7 +224,7 @@ static int record_run(const struct record_opts *o) {
   }
   if (absolute_path(o->out, abs) == 0 && clear_output(abs) == 0 && (pre = preload_value(lib))) {
     double t0 = now_s();
-    pid_t pid = run_traced(o->cmd, abs, pre, &st);
+    pid_t pid = run_traced(o, abs, pre, &st);
     if (pid > 0) {
       double wall = now_s() - t0;
       adopt_first_trace(abs, pid, o->quiet);

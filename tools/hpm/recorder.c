@@ -11,7 +11,9 @@
 #include "trace.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <link.h>
 #include <fcntl.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
@@ -224,6 +226,7 @@ static uint64_t new_id(void) {
 
 /* --- per-thread buffers -------------------------------------------------------- */
 #define TB_PAYLOAD (64 * 1024)
+#define SB_PAYLOAD (32 * 1024) /* new call stacks, written as a stack chunk */
 struct tbuf {
   int lock;
   int writing; /* the owner is appending without the lock */
@@ -234,6 +237,9 @@ struct tbuf {
   unsigned char *p;  /* next byte of the payload */
   struct tbuf *next; /* registry, push-only */
   unsigned char data[HPM_CHUNK_HDR + TB_PAYLOAD];
+  uint32_t nstacks;
+  unsigned char *sp; /* next byte of the stack payload (NULL: empty) */
+  unsigned char sdata[HPM_CHUNK_HDR + SB_PAYLOAD];
 };
 static struct tbuf *g_tbufs;
 
@@ -247,9 +253,23 @@ static void write_all(const unsigned char *p, size_t n) {
   }
 }
 
-/* Write TB's events as one chunk; TB is locked (or private).  */
+/* Write TB's new stacks as one stack chunk; TB is locked (or private).  */
+static void flush_stacks_locked(struct tbuf *tb) {
+  if (tb->nstacks && g_fd >= 0 && !tb->orphan) {
+    int saved = errno;
+    uint32_t len = (uint32_t)(tb->sp - tb->sdata - HPM_CHUNK_HDR);
+    hpm_encode_other_header(tb->sdata, HPM_STACK_MAGIC, tb->thread, tb->nstacks, len);
+    write_all(tb->sdata, HPM_CHUNK_HDR + len);
+    errno = saved;
+  }
+  tb->nstacks = 0;
+  tb->sp = tb->sdata + HPM_CHUNK_HDR;
+}
+
+/* Write TB's stacks, then its events as one chunk; TB is locked (or private).  */
 static void flush_locked(struct tbuf *tb) {
   tsc_calibrate();
+  flush_stacks_locked(tb);
   if (tb->nevents && g_fd >= 0 && !tb->orphan) {
     int saved = errno;
     uint32_t len = (uint32_t)(tb->p - tb->data - HPM_CHUNK_HDR);
@@ -261,7 +281,16 @@ static void flush_locked(struct tbuf *tb) {
   tb->p = tb->data + HPM_CHUNK_HDR;
 }
 
+/* A call stack seen for the first time: written to the thread's stack
+   buffer before the event that names it.  */
+struct sdef {
+  uint64_t id;
+  const uint64_t *frames;
+  uint32_t n;
+};
+
 static void record(const struct hpm_event *e);
+static void record_def(const struct hpm_event *e, const struct sdef *d);
 
 /* tbuf_acquire -> record -> tbuf_acquire cannot happen: tls_tb is set
    before record() is called, so the recursion is one level deep.  */
@@ -287,6 +316,8 @@ static struct tbuf *tbuf_acquire(void) // NOLINT(misc-no-recursion): one level d
   tb->nevents = 0;
   tb->last_id = 0;
   tb->p = tb->data + HPM_CHUNK_HDR;
+  tb->nstacks = 0;
+  tb->sp = tb->sdata + HPM_CHUNK_HDR;
   spin_unlock(&tb->lock);
   tls_tb = tb;
   pthread_setspecific(g_key, tb);
@@ -298,7 +329,12 @@ static struct tbuf *tbuf_acquire(void) // NOLINT(misc-no-recursion): one level d
   return tb;
 }
 
-static inline void append(struct tbuf *tb, const struct hpm_event *e) {
+static inline void append(struct tbuf *tb, const struct hpm_event *e, const struct sdef *d) {
+  if (UNLIKELY(d != NULL)) {
+    if (tb->sp + HPM_MAX_STACK_REC(d->n) > tb->sdata + sizeof tb->sdata) flush_stacks_locked(tb);
+    tb->sp = hpm_encode_stack(tb->sp, d->id, d->frames, d->n);
+    tb->nstacks++;
+  }
   if (tb->p + HPM_MAX_EVENT > tb->data + sizeof tb->data) flush_locked(tb);
   if (tb->nevents == 0) {
     tb->base_ns = tb->last_t = e->t;
@@ -317,8 +353,15 @@ static inline void append(struct tbuf *tb, const struct hpm_event *e) {
 /* An event of a thread whose buffer was already released at its exit
    (glibc frees thread resources after the key destructors ran): written
    at once as a chunk of its own, under the thread's number.  */
-static void record_late(const struct hpm_event *e) {
+static void record_late(const struct hpm_event *e, const struct sdef *d) {
   if (e->kind == HPM_FREE && e->ref == HPM_REF_NULL) return; /* free(NULL): nothing to replay */
+  if (d && g_fd >= 0) {
+    unsigned char st[HPM_CHUNK_HDR + HPM_MAX_STACK_REC(HPM_MAX_DEPTH)];
+    unsigned char *end = hpm_encode_stack(st + HPM_CHUNK_HDR, d->id, d->frames, d->n);
+    uint32_t len = (uint32_t)(end - st - HPM_CHUNK_HDR);
+    hpm_encode_other_header(st, HPM_STACK_MAGIC, tls_exited, 1, len);
+    write_all(st, HPM_CHUNK_HDR + len);
+  }
   unsigned char chunk[HPM_CHUNK_HDR + HPM_MAX_EVENT];
   uint64_t t = e->t, id = 0;
   unsigned char *end = hpm_encode_event(chunk + HPM_CHUNK_HDR, e, &t, &id);
@@ -329,10 +372,15 @@ static void record_late(const struct hpm_event *e) {
 
 static void record(const struct hpm_event *e) // NOLINT(misc-no-recursion): see tbuf_acquire
 {
+  record_def(e, NULL);
+}
+
+static void record_def(const struct hpm_event *e, const struct sdef *d) // NOLINT(misc-no-recursion): see tbuf_acquire
+{
   struct tbuf *tb = tls_tb;
   if (UNLIKELY(!tb)) {
     if (tls_exited) {
-      record_late(e);
+      record_late(e, d);
       return;
     }
     if (!(tb = tbuf_acquire())) return;
@@ -341,7 +389,7 @@ static void record(const struct hpm_event *e) // NOLINT(misc-no-recursion): see 
     __atomic_store_n(&tb->writing, 1, __ATOMIC_RELAXED);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     if (__builtin_expect(!__atomic_load_n(&g_frozen, __ATOMIC_RELAXED), 1)) {
-      append(tb, e);
+      append(tb, e, d);
       __atomic_signal_fence(__ATOMIC_SEQ_CST);
       __atomic_store_n(&tb->writing, 0, __ATOMIC_RELEASE);
       return;
@@ -349,9 +397,253 @@ static void record(const struct hpm_event *e) // NOLINT(misc-no-recursion): see 
     __atomic_store_n(&tb->writing, 0, __ATOMIC_RELEASE);
   }
   spin_lock(&tb->lock);
-  append(tb, e);
+  append(tb, e, d);
   if (UNLIKELY(__atomic_load_n(&g_sync, __ATOMIC_RELAXED))) flush_locked(tb);
   spin_unlock(&tb->lock);
+}
+
+/* --- call stacks (HPM_STACKS=DEPTH) -------------------------------------------
+   Each allocating call's stack is unwound (HPM_UNWIND: libunwind's
+   unw_backtrace, the default; libgcc's _Unwind_Backtrace; or the frame
+   pointer chain), the recorder's own frames dropped, and looked up by a
+   128-bit hash of its frames in a lock-free table mapped at init: a stack
+   seen for the first time gets the next id and is written, once per
+   process, to the thread's stack buffer (a stack chunk).  The unwinders are
+   opened with dlopen(RTLD_LOCAL), so that libunwind's _Unwind_* symbols
+   never replace libgcc's for the program.  A slot claimed by a thread
+   that never finished it (a fork child: that thread is gone) is passed by
+   after a bounded wait; the stack then gets a new id, a duplicate that
+   readers merge.  The maps (/proc/self/maps) are written at the end of
+   every image (exit, _exit, exec, fatal signals) for offline
+   symbolization.  */
+/* libunwind's names for the local unwinder of this architecture.  */
+#if defined(__x86_64__)
+#define UNW_PREFIX "_ULx86_64_"
+#elif defined(__aarch64__)
+#define UNW_PREFIX "_ULaarch64_"
+#elif defined(__powerpc64__)
+#define UNW_PREFIX "_ULppc64_"
+#else
+#define UNW_PREFIX "_UL_"
+#endif
+static int g_depth;    /* frames per stack; 0: no stacks */
+static int g_unwinder; /* enum hpm_unwinder */
+static int (*unw_bt)(void **, int);
+static int (*gcc_bt)(int (*)(void *, void *), void *);
+static uintptr_t (*gcc_ip)(void *);
+static uintptr_t rec_lo, rec_hi; /* the recorder's own code */
+static __thread uintptr_t tls_stack_hi;
+
+#define ST_BITS 22 /* 4 M slots of 24 bytes, mapped MAP_NORESERVE: only touched pages cost */
+#define ST_PROBES 64
+struct sslot {
+  uint64_t h1, h2, id; /* h1 0: free; id 0: being filled */
+};
+static struct sslot *g_stab;
+static uint64_t g_next_stack = 1;
+static unsigned char *g_maps_buf; /* HPM_CHUNK_HDR + MAPS_MAX */
+#define MAPS_MAX ((size_t)8 << 20)
+static int g_maps_busy;
+
+/* The linker's name for this object's ELF header.  */
+extern const ElfW(Ehdr) __ehdr_start // NOLINT(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
+    __attribute__((visibility("hidden")));
+
+/* [rec_lo, rec_hi): the executable segments of this library.  */
+static void own_range(void) {
+  const ElfW(Ehdr) *eh = &__ehdr_start;
+  const ElfW(Phdr) *ph = (const ElfW(Phdr) *)((const char *)eh + eh->e_phoff);
+  uintptr_t bias = 0, lo = UINTPTR_MAX, hi = 0;
+  for (int i = 0; i < eh->e_phnum; i++)
+    if (ph[i].p_type == PT_LOAD && ph[i].p_offset == 0) bias = (uintptr_t)eh - ph[i].p_vaddr;
+  for (int i = 0; i < eh->e_phnum; i++)
+    if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X)) {
+      if (bias + ph[i].p_vaddr < lo) lo = bias + ph[i].p_vaddr;
+      if (bias + ph[i].p_vaddr + ph[i].p_memsz > hi) hi = bias + ph[i].p_vaddr + ph[i].p_memsz;
+    }
+  rec_lo = lo;
+  rec_hi = hi;
+}
+
+static inline int is_own(uintptr_t ip) { return ip >= rec_lo && ip < rec_hi; }
+
+/* Frame pointers: from this frame up the saved-%rbp chain, within this
+   thread's stack (its top from pthread_getattr_np, once per thread; the
+   recorder is entered, so its allocations pass through).  A function
+   built without frame pointers ends the chain or hides its caller.  */
+__attribute__((noinline)) static int unwind_fp(uint64_t *out, int max) {
+  const uintptr_t *fp = __builtin_frame_address(0);
+  uintptr_t lo = (uintptr_t)fp;
+  if (!tls_stack_hi) {
+    pthread_attr_t a;
+    void *addr;
+    size_t size;
+    tls_stack_hi = 16; /* unknown: no frame passes the test below */
+    if (pthread_getattr_np(pthread_self(), &a) == 0) {
+      if (pthread_attr_getstack(&a, &addr, &size) == 0) tls_stack_hi = (uintptr_t)addr + size;
+      pthread_attr_destroy(&a);
+    }
+  }
+  int n = 0;
+  while (n < max && (uintptr_t)fp >= lo && (uintptr_t)fp < tls_stack_hi - 16 && !((uintptr_t)fp & 7)) {
+    uintptr_t ret = fp[1];
+    const uintptr_t *next = (const uintptr_t *)fp[0];
+    if (!ret) break;
+    if (!is_own(ret)) out[n++] = ret;
+    if (next <= fp) break;
+    fp = next;
+  }
+  return n;
+}
+
+struct gcc_state {
+  uint64_t *out;
+  int n, max;
+};
+
+static int gcc_frame(void *ctx, void *arg) {
+  struct gcc_state *st = arg;
+  uintptr_t ip = gcc_ip(ctx);
+  if (!ip) return 5; /* _URC_END_OF_STACK */
+  if (!is_own(ip)) st->out[st->n++] = ip;
+  return st->n < st->max ? 0 : 5;
+}
+
+/* The caller's stack into OUT (at most g_depth frames, innermost first,
+   the recorder's frames left out); returns the count.  */
+static int unwind(uint64_t *out) {
+  if (g_unwinder == HPM_UNWIND_LIBUNWIND) {
+    void *ips[HPM_MAX_DEPTH + 8];
+    int got = unw_bt(ips, g_depth + 8), n = 0;
+    for (int i = 0; i < got && n < g_depth; i++)
+      if (!is_own((uintptr_t)ips[i])) out[n++] = (uint64_t)(uintptr_t)ips[i];
+    return n;
+  }
+  if (g_unwinder == HPM_UNWIND_LIBGCC) {
+    struct gcc_state st = { out, 0, g_depth };
+    gcc_bt(gcc_frame, &st);
+    return st.n;
+  }
+  return unwind_fp(out, g_depth);
+}
+
+static inline uint64_t mix(uint64_t h, uint64_t v, uint64_t k) {
+  h = (h ^ v) * k;
+  return h ^ (h >> 31);
+}
+
+/* The id of the stack F[0..N), and *IS_NEW when the caller must define it.  */
+static uint64_t stack_id(const uint64_t *f, int n, int *is_new) {
+  uint64_t h1 = 0x243F6A8885A308D3ull ^ (uint64_t)n, h2 = 0x13198A2E03707344ull + (uint64_t)n;
+  for (int i = 0; i < n; i++) {
+    h1 = mix(h1, f[i], 0x9E3779B97F4A7C15ull);
+    h2 = mix(h2, f[i], 0xC2B2AE3D27D4EB4Full);
+  }
+  h1 |= 1;
+  *is_new = 1;
+  struct sslot *tab = __atomic_load_n(&g_stab, __ATOMIC_ACQUIRE);
+  for (uint64_t k = 0; tab && k < ST_PROBES; k++) {
+    struct sslot *s = &tab[((h1 >> 7) + k) & ((1u << ST_BITS) - 1)];
+    uint64_t key = __atomic_load_n(&s->h1, __ATOMIC_ACQUIRE);
+    if (!key && __atomic_compare_exchange_n(&s->h1, &key, h1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      uint64_t id = __atomic_fetch_add(&g_next_stack, 1, __ATOMIC_RELAXED);
+      s->h2 = h2;
+      __atomic_store_n(&s->id, id, __ATOMIC_RELEASE);
+      return id;
+    }
+    if (key != h1) continue;
+    uint64_t id;
+    for (long spins = 100000; !(id = __atomic_load_n(&s->id, __ATOMIC_ACQUIRE)) && spins > 0; spins--) hpm_cpu_relax();
+    if (!id) break; /* never finished: a new id */
+    if (s->h2 == h2) {
+      *is_new = 0;
+      return id;
+    }
+  }
+  return __atomic_fetch_add(&g_next_stack, 1, __ATOMIC_RELAXED);
+}
+
+/* E's stack: its id into E, its definition into D when new.  */
+static inline const struct sdef *capture(struct hpm_event *e, struct sdef *d, uint64_t *frames) {
+  int n = unwind(frames), is_new;
+  if (n <= 0) return NULL;
+  e->stack = stack_id(frames, n, &is_new);
+  if (!is_new) return NULL;
+  *d = (struct sdef){ e->stack, frames, (uint32_t)n };
+  return d;
+}
+
+static void *map_table(void) {
+  void *m = mmap(NULL, sizeof(struct sslot) << ST_BITS, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return m == MAP_FAILED ? NULL : m;
+}
+
+/* HPM_STACKS and HPM_UNWIND: the depth and the unwinder, the table.
+   Falls back from libunwind to libgcc to frame pointers when a library
+   cannot be opened.  */
+static void stacks_init(void) {
+  const char *d = getenv("HPM_STACKS"), *u = getenv("HPM_UNWIND");
+  int depth = 0;
+  for (; d && *d >= '0' && *d <= '9' && depth <= HPM_MAX_DEPTH; d++) depth = depth * 10 + (*d - '0');
+  if (depth <= 0) return;
+  g_depth = depth > HPM_MAX_DEPTH ? HPM_MAX_DEPTH : depth;
+  g_unwinder = !u || !strcmp(u, "libunwind") ? HPM_UNWIND_LIBUNWIND
+               : !strcmp(u, "libgcc")        ? HPM_UNWIND_LIBGCC
+                                             : HPM_UNWIND_FP;
+  if (g_unwinder == HPM_UNWIND_LIBUNWIND) {
+    void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    unw_bt = h ? (int (*)(void **, int))dlsym(h, "unw_backtrace") : NULL;
+    if (!unw_bt) g_unwinder = HPM_UNWIND_LIBGCC;
+    /* Per-thread caches: the global one takes a lock that a fork child
+       would inherit held if another thread was unwinding.  */
+    int (*policy)(void *, int) = h ? (int (*)(void *, int))dlsym(h, UNW_PREFIX "set_caching_policy") : NULL;
+    void **local = h ? (void **)dlsym(h, UNW_PREFIX "local_addr_space") : NULL;
+    if (policy && local) (void)policy(*local, 2 /* UNW_CACHE_PER_THREAD */);
+  }
+  if (g_unwinder == HPM_UNWIND_LIBGCC) {
+    void *h = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
+    gcc_bt = h ? (int (*)(int (*)(void *, void *), void *))dlsym(h, "_Unwind_Backtrace") : NULL;
+    gcc_ip = h ? (uintptr_t(*)(void *))dlsym(h, "_Unwind_GetIP") : NULL;
+    if (!gcc_bt || !gcc_ip) g_unwinder = HPM_UNWIND_FP;
+  }
+  own_range();
+  g_stab = map_table();
+  void *m =
+      mmap(NULL, HPM_CHUNK_HDR + MAPS_MAX, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  g_maps_buf = m == MAP_FAILED ? NULL : m;
+}
+
+/* A fork child: the parent's file holds the stacks defined so far, so the
+   child starts a table of its own (the same calls define them again).  */
+static void stacks_fork_child(void) {
+  if (!g_depth) return;
+  if (g_stab) munmap(g_stab, sizeof(struct sslot) << ST_BITS);
+  g_stab = map_table();
+  g_maps_busy = 0;
+}
+
+/* /proc/self/maps as a maps chunk (async-signal-safe: open, read, write).  */
+static void write_maps(void) {
+  if (!g_depth || !g_maps_buf || g_fd < 0 || __atomic_exchange_n(&g_maps_busy, 1, __ATOMIC_ACQUIRE)) return;
+  int saved = errno, fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  size_t n = 0;
+  if (fd >= 0) {
+    for (;;) {
+      ssize_t r = read(fd, g_maps_buf + HPM_CHUNK_HDR + n, MAPS_MAX - n);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      n += (size_t)r;
+      if (n == MAPS_MAX) break;
+    }
+    close(fd);
+  }
+  if (n) {
+    hpm_encode_other_header(g_maps_buf, HPM_MAPS_MAGIC, 0, 0, (uint32_t)n);
+    write_all(g_maps_buf, HPM_CHUNK_HDR + n);
+  }
+  errno = saved;
+  __atomic_store_n(&g_maps_busy, 0, __ATOMIC_RELEASE);
 }
 
 /* Flush every buffer.  From a signal handler the current thread's buffer is
@@ -368,6 +660,7 @@ static void flush_all(void) {
     if (!__atomic_load_n(&tb->writing, __ATOMIC_ACQUIRE)) flush_locked(tb);
     spin_unlock(&tb->lock);
   }
+  write_maps();
   tls_busy--;
 }
 
@@ -441,7 +734,7 @@ static void open_output(void) {
   }
 
   static char cmd[4096], thp[256];
-  static unsigned char hdr[HPM_FILE_HDR + 100 + sizeof cmd + 4];
+  static unsigned char hdr[HPM_FILE_HDR + 120 + sizeof cmd + 4];
   struct hpm_header h = { 0 };
   size_t cl = read_small("/proc/self/cmdline", cmd, sizeof cmd);
   if (cl && cmd[cl - 1] == 0) cl--;
@@ -459,6 +752,11 @@ static void open_output(void) {
   h.start_realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
   h.cmdline = cmd;
   h.cmdline_len = cl;
+  if (g_depth) {
+    h.version = HPM_VERSION_STACKS;
+    h.stack_depth = (uint64_t)g_depth;
+    h.unwinder = (uint64_t)g_unwinder;
+  }
   g_fd = fd;
   unsigned char *end = hpm_encode_header(hdr, &h);
   write_all(hdr, (size_t)(end - hdr));
@@ -503,8 +801,11 @@ static void fork_child(void) {
     tb->writing = 0;
     tb->nevents = 0;
     tb->p = tb->data + HPM_CHUNK_HDR;
+    tb->nstacks = 0;
+    tb->sp = tb->sdata + HPM_CHUNK_HDR;
     if (tb != own) tb->in_use = 0;
   }
+  stacks_fork_child();
   if (g_fd >= 0) {
     int null = nested ? open("/dev/null", O_WRONLY | O_CLOEXEC) : -1;
     if (null >= 0) {
@@ -628,6 +929,7 @@ static void init(void) {
     void *top = mmap(NULL, TOP_ENTRIES * sizeof *id_top, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     id_top = top == MAP_FAILED ? NULL : top;
+    stacks_init();
     enable_fast_path();
     pthread_key_create(&g_key, thread_exit);
     pthread_atfork(fork_prepare, fork_parent, fork_child);
@@ -659,6 +961,14 @@ static inline int enter(int *boot) {
 
 static inline void leave(void) { tls_busy--; }
 
+/* E with its call stack; out of line, so that its frames take stack
+   space only when stacks are recorded.  */
+__attribute__((noinline)) static void record_stack(struct hpm_event *e) {
+  uint64_t frames[HPM_MAX_DEPTH];
+  struct sdef d;
+  record_def(e, capture(e, &d, frames));
+}
+
 static void rec_new(unsigned kind, void *p, uint64_t size, uint64_t arg) {
   struct hpm_event e = { .kind = (uint8_t)kind, .size = size, .arg = arg };
   e.t = event_ns() - g_start_ns;
@@ -667,7 +977,10 @@ static void rec_new(unsigned kind, void *p, uint64_t size, uint64_t arg) {
     idmap_insert(p, e.id);
   } else
     e.flags = HPM_F_FAIL;
-  record(&e);
+  if (UNLIKELY(g_depth))
+    record_stack(&e);
+  else
+    record(&e);
 }
 
 static uint64_t ref_of(void *p) { return p ? idmap_remove(p) : HPM_REF_NULL; }
@@ -726,7 +1039,10 @@ static void *realloc_common(unsigned kind, void *old, size_t m, size_t n) {
     else if (old && ref > HPM_REF_UNKNOWN)
       idmap_insert(old, ref); /* still live */
   }
-  record(&e);
+  if (UNLIKELY(g_depth))
+    record_stack(&e);
+  else
+    record(&e);
   leave();
   return p;
 }

@@ -28,7 +28,7 @@ const struct arg_opt replay_common_args[] = {
 
 struct replay_cmd_opts {
   const char *file;
-  int json;
+  int json, largest;
   uint64_t max_mem;
   struct run_policy policy;
   struct replay_opts ro;
@@ -45,6 +45,7 @@ static const struct arg_opt replay_args[] = {
   { .name = "--max-memory", .kind = ARG_SIZE, .off = offsetof(struct replay_cmd_opts, max_mem) },
   { .name = "--json", .kind = ARG_FLAG, .off = offsetof(struct replay_cmd_opts, json) },
   { .kind = ARG_TABLE, .off = offsetof(struct replay_cmd_opts, policy), .sub = measure_args },
+  { .name = "--largest", .kind = ARG_FLAG, .off = offsetof(struct replay_cmd_opts, largest) },
   { .kind = ARG_TABLE, .off = offsetof(struct replay_cmd_opts, ro), .sub = replay_common_args },
   { 0 },
 };
@@ -54,7 +55,7 @@ static const struct arg_cmd replay_cmd = {
   .synopsis = "usage: hpm replay FILE [--allocator hpmalloc|glibc|jemalloc|mimalloc|tcmalloc|PATH.so]\n"
               "                       [--tunables STR] [--threads faithful|serial] [--touch none|first|full]\n"
               "                       [--tlb PRESET|cpuid|custom:...] [--reps N] [--min-time SECONDS]\n"
-              "                       [--max-memory SIZE] [--json]\n",
+              "                       [--max-memory SIZE] [--json] [--largest]\n",
   .help = "Replays the trace in a child process with the allocator preloaded and\n"
           "GLIBC_TUNABLES=STR (checked against hpmalloc's table; set only if the\n"
           "allocator reads it): one real thread per traced thread (faithful, default) or\n"
@@ -76,6 +77,7 @@ static const struct arg_cmd replay_cmd = {
           "cpuid, a preset, or custom:l1=ENTRIES/WAYS,l1h=E/W,l2=E/W,hit=CYCLES,walk=CYCLES\n"
           "[,l1g=E/W,l2g=E/W] (1 GiB levels; 0/0: none, 1 GiB pages then use the 2M ones).\n"
           "With a `hpm tlbcost` result the modelled walks saved are also given in ns.\n"
+          "--largest: FILE names a recording (hpm ls); replay its process with the largest peak.\n"
           "TLB presets:\n",
   .help_more = tlb_geom_list,
   .args = replay_args,
@@ -358,8 +360,10 @@ static void keep_json(int run, const char *json) { runs_json[run] = strdup(json)
 int cmd_replay(int argc, char **argv) {
   static struct config c;
   struct replay_cmd_opts o;
+  static char picked[4096];
   int rc = replay_parse(argc, argv, &o);
   if (rc != ARGS_RUN) return rc;
+  if (!(o.file = trace_pick("replay", o.file, o.largest, picked, sizeof picked))) return 1;
   int fd = replay_load(o.file, &o.ro, o.max_mem);
   if (fd < 0) return 1;
   config_init(&c, o.ro.allocator, o.ro.tunables ? o.ro.tunables : "");

@@ -155,6 +155,16 @@ static void map_memory(uint64_t max, unsigned char *mem[NKINDS]) {
   }
 }
 
+double tlbcost_walk_ns(uint64_t ws, uint64_t reads, double ns[2]) {
+  unsigned char *mem[NKINDS] = { NULL, NULL, NULL };
+  ws &= ~((2ull << 20) - 1);
+  map_memory(ws, mem);
+  for (int k = 0; k < 2; k++) ns[k] = mem[k] ? chase(mem[k], ws, reads) : -1;
+  for (int k = 0; k < NKINDS; k++)
+    if (mem[k]) munmap(mem[k], ws);
+  return ns[0] > 0 && ns[1] > 0 && ns[0] > ns[1] ? ns[0] - ns[1] : 0;
+}
+
 /* --- reports ------------------------------------------------------------------- */
 static void report_header(void) {
   printf("%-12s %10s %10s %10s   (ns per dependent load, random page order)\n", "working set", kind_names[0],
