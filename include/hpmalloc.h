@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-#define HPMALLOC_VERSION_STRING "0.1.0"
+#define HPMALLOC_VERSION_STRING "0.2.0"
 
 /* The library's version, e.g. "0.1.0".  */
 const char *hpmalloc_version(void);

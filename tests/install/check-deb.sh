@@ -16,7 +16,7 @@
 #   - the packaged man pages render without warnings.
 # Skips, saying why, where a tool is missing (build-aux/deps.sh check
 # installs them).
-#   BUILD=build VERSION=0.1.0 SONAME=libhpmalloc.so.0 bash tests/install/check-deb.sh
+#   BUILD=build VERSION=0.2.0 SONAME=libhpmalloc.so.0 bash tests/install/check-deb.sh
 # MIT licence.
 set -u
 BUILD=${BUILD:-build}

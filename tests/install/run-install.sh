@@ -12,7 +12,7 @@
 #     hpmalloc (and fail once that is gone);
 #   - the man pages: man --warnings -l prints no warning, and they name
 #     what the sources define (tests/install/check-man.py).
-#   BUILD=build VERSION=0.1.0 SONAME=libhpmalloc.so.0 bash tests/install/run-install.sh
+#   BUILD=build VERSION=0.2.0 SONAME=libhpmalloc.so.0 bash tests/install/run-install.sh
 # MIT licence.
 set -u
 BUILD=${BUILD:-build}
