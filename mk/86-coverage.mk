@@ -11,6 +11,8 @@
 # of the suites.  COV_SUITES picks the suites (default: all of make check
 # but check-deb, whose packages are built with Debian's flags, not these).
 # Not part of `make check`; needs lcov (build-aux/deps.sh coverage).
+# The -O0 instrumented build runs several times slower: glibc's tests get
+# TIMEOUTFACTOR=5 (tst-malloc_info took over its 20 s at 1).
 COV_BUILD  ?= build-cov
 COV_SUITES ?= $(filter-out check-deb,$(CHECK_TARGETS))
 COV_DIR    := $(COV_BUILD)/coverage
@@ -27,7 +29,7 @@ coverage:
 	@echo '$(COV_ENV)' | cmp -s - $(COV_BUILD)/.cov-env || { rm -rf $(COV_BUILD)/obj $(COV_BUILD)/test-obj \
 	  $(COV_BUILD)/lib $(COV_BUILD)/tests; echo '$(COV_ENV)' > $(COV_BUILD)/.cov-env; }  # flags changed: rebuild
 	@$(COV_ENV) $(MAKE) --no-print-directory all $(COV_BUILD)/lib/libhpmalloc-test.a >/dev/null
-	@$(COV_ENV) MAKE="$(MAKE)" bash build-aux/run-checks.sh $(COV_SUITES); rc=$$?; \
+	@$(COV_ENV) TIMEOUTFACTOR=$(or $(TIMEOUTFACTOR),5) MAKE="$(MAKE)" bash build-aux/run-checks.sh $(COV_SUITES); rc=$$?; \
 	  $(MAKE) --no-print-directory coverage-report COV_BUILD=$(COV_BUILD) || rc=1; \
 	  [ $$rc -eq 0 ] || echo "coverage: some suites failed (the report covers what ran)"; exit $$rc
 

@@ -380,8 +380,10 @@ done
 check "record --stacks writes trace version 2" test "$(head -c 9 "$W/lk-libunwind.hpmt" | tail -c 1 | od -An -tu1 | tr -d ' ')" = 2
 check "without --stacks the trace stays version 1" test "$(head -c 9 "$W/sort.hpmt" | tail -c 1 | od -An -tu1 | tr -d ' ')" = 1
 d=$(jget "$W/lk-libunwind.json" 'd["stacks"]["distinct"]'); n=$(nstackdefs "$W/lk-libunwind.hpmt")
+# at most 16 distinct stacks for 10003+ allocations: the program's own few,
+# plus libc's and (in make coverage) gcov's allocations at start and exit
 check "stacks deduplicated: 10003+ allocations, $d distinct stacks, $n defined in the file (each once)" \
-  test "$d" -le 8 -a "$n" = "$d" -a "$(jget "$W/lk-libunwind.json" 'd["ops"]["malloc"]')" -ge 10001
+  test "$d" -le 16 -a "$n" = "$d" -a "$(jget "$W/lk-libunwind.json" 'd["ops"]["malloc"]')" -ge 10001
 check "parse_line: 8000 allocations from one call site" test "$(jget "$W/lk-libunwind.json" \
   'int(any(s["site"]["function"] == "parse_line" and s["allocations"] == 8000 for s in d["stacks"]["top_count"]))')" = 1
 T "$HPM" analyze --stacks "$W/lk-libunwind.hpmt" > "$W/lk.txt"
