@@ -49,6 +49,10 @@ static void vg_alloc_at(void **pp, size_t n, bool zeroed) {
   size_t usable = chunk_usable(c);
   char *next_size = chunk_is_mmapped(c) ? NULL : (char *)next_chunk(c) + SIZE_SZ;
   VALGRIND_ENABLE_ERROR_REPORTING;
+  /* read from headers memcheck may hold as inaccessible (slack of an
+     earlier block): hpmalloc's own values, defined before they branch */
+  vg_define(&usable, sizeof usable);
+  vg_define(&next_size, sizeof next_size);
   VALGRIND_MALLOCLIKE_BLOCK(p, n, 0, zeroed);
   if (usable > n) VALGRIND_MAKE_MEM_NOACCESS((char *)p + n, usable - n);
   if (next_size) VALGRIND_MAKE_MEM_NOACCESS(next_size, SIZE_SZ);
