@@ -336,12 +336,13 @@ int region_commit(struct region *r, size_t upto) {
    huge pages beyond what was asked and hands them to the helper thread to
    fault in: where the next growth will land, zeroed beside the program.  */
 static size_t commit_ahead(const struct region *r, size_t upto) {
-  if (!policy.prefault || r->kind != HP_REGION_THP || young(r)) return upto;
+  if (r->kind != HP_REGION_THP || young(r)) return upto;
   size_t end = upto + policy.prefault * r->page;
   return end < upto || end > r->reserved ? r->reserved : end;
 }
 
 int region_commit_ahead(struct region *r, size_t upto) {
+  if (!policy.prefault) return region_commit(r, upto); /* the default: nothing ahead, nothing queued */
   if (region_commit(r, commit_ahead(r, upto)) != 0) return region_commit(r, upto);
   size_t lo = align_up(upto, r->page);
   if (lo < r->prefaulted) lo = r->prefaulted;

@@ -244,12 +244,18 @@ static void report_add(size_t sum[REPORT_COLS], const size_t v[REPORT_COLS]) {
     if (v[i] != REPORT_NONE) sum[i] += v[i];
 }
 
-static const char *census_words(enum hp_census how) {
-  switch (how) {
-  case HP_CENSUS_PAGEMAP_SCAN: return "measured page by page (PAGEMAP_SCAN)";
-  case HP_CENSUS_SMAPS: return "measured mapping by mapping (/proc/self/smaps)";
-  default: return "unknown: this system cannot tell (\"?\")";
-  }
+/* How backed bytes were measured: the name malloc_info gives it, and the
+   words of the report at exit.  */
+static const struct {
+  const char *name, *words;
+} census_text[] = {
+  [HP_CENSUS_UNKNOWN] = { "unknown", "unknown: this system cannot tell (\"?\")" },
+  [HP_CENSUS_PAGEMAP_SCAN] = { "pagemap_scan", "measured page by page (PAGEMAP_SCAN)" },
+  [HP_CENSUS_SMAPS] = { "smaps", "measured mapping by mapping (/proc/self/smaps)" },
+};
+
+static unsigned census_index(enum hp_census how) {
+  return (unsigned)how < sizeof census_text / sizeof census_text[0] ? (unsigned)how : HP_CENSUS_UNKNOWN;
 }
 
 void hp_stats_report(void) {
@@ -296,7 +302,7 @@ void hp_stats_report(void) {
   total[2] += cached_bytes;
   total[3] = cached_bytes;
   report_row("total", total, how != HP_CENSUS_UNKNOWN);
-  report_line("huge pages backed: %s", census_words(how));
+  report_line("huge pages backed: %s", census_text[census_index(how)].words);
   if (mmapped_unregistered())
     report_line("  %zu chunks mapped on their own were not measured (more than the registry holds)",
                 mmapped_unregistered());
@@ -346,14 +352,6 @@ static void info_totals(FILE *fp, const struct hp_arena_stats *st, size_t max_sy
   fprintf(fp, "<aspace type=\"mprotect\" size=\"%zu\"/>\n", st->system);
 }
 
-static const char *census_name(enum hp_census how) {
-  switch (how) {
-  case HP_CENSUS_PAGEMAP_SCAN: return "pagemap_scan";
-  case HP_CENSUS_SMAPS: return "smaps";
-  default: return "unknown";
-  }
-}
-
 /* hpmalloc's own element: the mode, why, the placement, bytes by kind,
    advised and backed (`heaps`: the heaps' backed bytes, measured per heap
    element; `how`: how they were).  */
@@ -372,7 +370,8 @@ static void info_hpmalloc(FILE *fp, const struct hp_arena_stats *sum, const stru
   fprintf(fp,
           "  <backed source=\"%s\" thp=\"%zu\" hugetlb=\"%zu\" mmap_thp=\"%zu\" mmap_hugetlb=\"%zu\""
           " mmap_unmeasured=\"%zu\"/>\n",
-          census_name(how), how ? heaps->thp : 0, how ? heaps->hugetlb : 0, mm.thp, mm.hugetlb, mmapped_unregistered());
+          census_text[census_index(how)].name, how ? heaps->thp : 0, how ? heaps->hugetlb : 0, mm.thp, mm.hugetlb,
+          mmapped_unregistered());
   fprintf(fp, "  <fallbacks hugetlb=\"%zu\" thp=\"%zu\"/>\n", atomic_load(&region_fallbacks.hugetlb),
           atomic_load(&region_fallbacks.thp));
   fprintf(

@@ -173,13 +173,17 @@ static int hp_value_problem(int id, const char *v, size_t len, uint64_t *n) {
   return hp_in_range(&hp_tunable_table[id], *n) ? -1 : HP_TP_RANGE;
 }
 
+static void hp_store(struct hp_tunable_values *out, int id, uint64_t n) {
+  out->val[id] = n;
+  out->set_mask |= (uint32_t)1 << id;
+}
+
 /* Parse value text for tunable `id` and store it if valid.  Returns 1 if
    the value was taken, 0 if it was ignored.  */
 static int hp_set_from_text(struct hp_tunable_values *out, int id, const char *v, size_t len) {
   uint64_t n;
   if (hp_value_problem(id, v, len, &n) >= 0) return 0;
-  out->val[id] = n;
-  out->set_mask |= (uint32_t)1 << id;
+  hp_store(out, id, n);
   return 1;
 }
 
@@ -275,10 +279,7 @@ static int hp_entry(struct hp_tunable_values *out, const char *s, size_t nlen, c
   else {
     int why = hp_value_problem(id, v, vlen, &n);
     if (why < 0) {
-      if (out != NULL) {
-        out->val[id] = n;
-        out->set_mask |= (uint32_t)1 << id;
-      }
+      if (out != NULL) hp_store(out, id, n);
       return 0;
     }
     is.problem = (enum hp_tunable_problem)why;

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "hpmalloc.h"
@@ -346,6 +347,14 @@ static void set_prefault(size_t pages) {
   region_set_policy(&pol);
 }
 
+/* A THP region of `len` on the fake kernel, not lazy, with
+   hpmalloc.prefault = pages.  */
+static void prefault_region(struct region *r, size_t len, size_t pages) {
+  set_prefault(pages);
+  cr_assert_eq(region_reserve(r, len, 0, HP_REGION_THP), 0);
+  r->lazy = false;
+}
+
 static bool wait_prefaulted(size_t bytes) {
   for (int i = 0; i < 2000 && atomic_load(&prefault_counters.bytes) < bytes; i++) usleep(1000);
   return atomic_load(&prefault_counters.bytes) >= bytes;
@@ -353,10 +362,8 @@ static bool wait_prefaulted(size_t bytes) {
 
 Test(region, prefault_commits_ahead_and_a_helper_faults_it_in) {
   fake_kernel(1, 2 * MiB, 0);
-  set_prefault(3);
   struct region r;
-  cr_assert_eq(region_reserve(&r, 64 * MiB, 0, HP_REGION_THP), 0);
-  r.lazy = false;
+  prefault_region(&r, 64 * MiB, 3);
   size_t b0 = atomic_load(&prefault_counters.bytes);
   cr_assert_eq(region_commit_ahead(&r, 5 * MiB), 0);
   cr_assert_eq(r.committed, 12 * MiB, "6 MiB asked (whole pages), 3 huge pages more");
@@ -385,15 +392,27 @@ Test(region, prefault_commits_ahead_and_a_helper_faults_it_in) {
   cr_assert_eq(r.prefaulted, 4 * MiB);
 }
 
+/* Off (the default): region_commit_ahead is region_commit, nothing more
+   is committed and nothing is queued for a helper.  */
+Test(region, prefault_off_commits_only_what_was_asked) {
+  fake_kernel(1, 2 * MiB, 0);
+  struct region r;
+  prefault_region(&r, 64 * MiB, 0);
+  size_t q0 = atomic_load(&prefault_counters.requests);
+  cr_assert_eq(region_commit_ahead(&r, 5 * MiB), 0);
+  cr_assert_eq(r.committed, 6 * MiB, "whole huge pages, none ahead");
+  cr_assert_eq(r.prefaulted, 0);
+  cr_assert_eq(atomic_load(&prefault_counters.requests), q0, "nothing queued");
+  cr_assert_eq(region_deferred.pending & REGION_DEFERRED_PREFAULT, 0, "no helper wanted");
+}
+
 /* A fork child has no helper (threads do not survive fork): the first
    request there starts its own.  */
 Test(region, prefault_helper_restarts_in_a_fork_child) {
   fake_kernel(1, 2 * MiB, 0);
   fk.real = true; /* the child's helper must touch real memory */
-  set_prefault(1);
   struct region r;
-  cr_assert_eq(region_reserve(&r, 16 * MiB, 0, HP_REGION_THP), 0);
-  r.lazy = false;
+  prefault_region(&r, 16 * MiB, 1);
   cr_assert_eq(region_commit_ahead(&r, 2 * MiB), 0);
   region_run_deferred();
   cr_assert(wait_prefaulted(2 * MiB));
