@@ -235,12 +235,13 @@ static struct chunk *fastbin_pop(struct arena *ar, unsigned idx, const char *una
   return v;
 }
 
-/* Put in-use chunk p back: on a fastbin, or merged into the unsorted bin
-   or top.  Returns the free chunk made (NULL for a fastbin).  */
-static struct chunk *free_into_bins(struct arena *ar, struct chunk *p) {
+/* Put in-use chunk p back: on a fastbin (`park`, when small enough), or
+   merged into the unsorted bin or top.  Returns the free chunk made (NULL
+   for a fastbin).  */
+static struct chunk *free_into_bins(struct arena *ar, struct chunk *p, bool park) {
   size_t size = chunksize(p);
   struct chunk *next = chunk_at(p, size);
-  if (size <= mp.max_fast) {
+  if (park && size <= mp.max_fast) {
     fastbin_push(ar, p);
     return NULL;
   }
@@ -255,16 +256,20 @@ static struct chunk *free_into_bins(struct arena *ar, struct chunk *p) {
 
 /* Free without trimming: for top.c, which frees a sealed heap's old top
    while it installs a new heap that trimming must not release.  */
-void int_free_no_trim(struct arena *ar, struct chunk *p) { free_into_bins(ar, p); }
+void int_free_no_trim(struct arena *ar, struct chunk *p) { free_into_bins(ar, p, true); }
 
-void int_free_locked(struct arena *ar, struct chunk *p) {
-  struct chunk *c = free_into_bins(ar, p);
+static void free_and_trim(struct arena *ar, struct chunk *p, bool park) {
+  struct chunk *c = free_into_bins(ar, p, park);
   if (c && chunksize(c) >= FASTBIN_CONSOLIDATION_THRESHOLD) {
     if (c != ar->top) heap_release_drained(ar, c);
     if (have_fast(ar)) malloc_consolidate(ar);
     if (chunksize(ar->top) >= mp.trim_threshold) sys_trim(ar, mp.top_pad);
   }
 }
+
+void int_free_locked(struct arena *ar, struct chunk *p) { free_and_trim(ar, p, true); }
+
+void int_free_merge(struct arena *ar, struct chunk *p) { free_and_trim(ar, p, false); }
 
 void int_free(struct arena *ar, struct chunk *p) {
   bool lk = arena_lock_if_needed(ar);

@@ -14,6 +14,9 @@ HP_INTERNAL void *int_malloc(struct arena *ar, size_t bytes);
 /* Free in-use chunk c of ar: takes the lock itself when needed.  */
 HP_INTERNAL void int_free(struct arena *ar, struct chunk *c);
 HP_INTERNAL void int_free_locked(struct arena *ar, struct chunk *c);
+/* As int_free_locked, but merged whatever its size, never parked on a
+   fastbin: what the cache gives back in bulk (tcache.c).  */
+HP_INTERNAL void int_free_merge(struct arena *ar, struct chunk *c);
 /* Free without trimming (top.c seals a heap with it).  */
 HP_INTERNAL void int_free_no_trim(struct arena *ar, struct chunk *c);
 /* Push a chunk of at most max_fast bytes on its fastbin: needs no lock.  */

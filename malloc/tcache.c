@@ -16,8 +16,9 @@
  *             not one per free; another arena's small chunks are parked
  *             unmerged in its fastbins (unless glibc.malloc.mxfast is 0,
  *             which switches fastbins off), where its owner's refill takes
- *             them back by the batch; the thread's own arena's are freed
- *             as free() would, merging, so they stay reusable for any size;
+ *             them back by the batch; the thread's own arena's are merged
+ *             at once, whatever their size (never parked on a fastbin), so
+ *             they stay reusable for any size;
  *   grow      a bin that missed or overflowed doubles its cap (from 0 to
  *             TC_FIRST_CAP, or fewer of a large class) while the caps of
  *             the thread add up to at most hpmalloc.tcache_bytes;
@@ -150,11 +151,14 @@ static struct tc_entry **detach(size_t tidx, size_t k, struct tc_entry **tail) {
 }
 
 /* Free every chunk on the list into its arena: one lock per arena, the
-   chunks of the first arena on the list first.  `merge`: free them as
-   free() would, merging with their neighbours (what a thread that exits,
-   malloc_trim and the gc give back), else park another arena's small ones
-   unmerged in its fastbins, where its owner's next refill of their size
-   takes them back by the batch (what an overflowing bin gives back).  */
+   chunks of the first arena on the list first.  Each is merged with its
+   free neighbours, whatever its size: parked on a fastbin instead, the
+   chunks of a bulk free (a program dropping a large structure) all went
+   through malloc_consolidate later, cold (malloc/README.md has the
+   measurement).  But with !merge (what an overflowing bin gives back) another arena's small
+   chunks are parked unmerged in its fastbins, where its owner's next
+   refill of their size takes them back by the batch: a cross-thread free
+   stays cheap for both threads.  */
 static void free_by_arena(struct tc_entry *list, bool merge) {
   while (list) {
     struct arena *ar = arena_for_chunk(mem2chunk(list));
@@ -171,7 +175,7 @@ static void free_by_arena(struct tc_entry *list, bool merge) {
       if (!merge && ar != hp_self.arena && mp.max_fast && chunksize(c) <= FASTBIN_MAX_CHUNK)
         fastbin_push(ar, c);
       else
-        int_free_locked(ar, c);
+        int_free_merge(ar, c);
     }
     vg_leave();
     arena_unlock_if(ar, lk);
