@@ -43,6 +43,12 @@ struct arena {
   size_t n_heaps;
   size_t bytes_thp, bytes_hugetlb; /* committed bytes by kind */
   int index;                       /* 0 = main arena */
+  /* What became of the small chunks the cache's flushes parked on this
+     arena's fastbins, for the flush's choice between parking and merging
+     (tcache.c): chunks parked, fastbin chunks malloc_consolidate merged,
+     flushes seen.  */
+  size_t flush_parked, fast_merged;
+  unsigned flushes;
   /* Guarded by hp_list_lock: */
   struct arena *next;      /* all arenas, a ring starting at the main arena (see arena_next) */
   struct arena *next_free; /* arenas with no attached thread */

@@ -153,6 +153,7 @@ static struct chunk *coalesce(struct arena *ar, struct chunk *p, size_t size) {
 
 void malloc_consolidate(struct arena *ar) {
   __atomic_store_n(&ar->have_fastchunks, false, __ATOMIC_RELAXED);
+  size_t merged = 0;
   for (unsigned i = 0; i < NFASTBINS; i++) {
     if (!__atomic_load_n(&ar->fastbins[i], __ATOMIC_RELAXED)) continue;
     struct chunk *p = __atomic_exchange_n(&ar->fastbins[i], NULL, __ATOMIC_ACQUIRE);
@@ -162,8 +163,10 @@ void malloc_consolidate(struct arena *ar) {
       struct chunk *nextp = reveal_ptr(&p->fd, p->fd);
       coalesce(ar, p, chunksize(p));
       p = nextp;
+      merged++;
     }
   }
+  ar->fast_merged += merged;
 }
 
 /* ------------------------------------------------------------------ free */

@@ -16,9 +16,9 @@
  *             not one per free; another arena's small chunks are parked
  *             unmerged in its fastbins (unless glibc.malloc.mxfast is 0,
  *             which switches fastbins off), where its owner's refill takes
- *             them back by the batch; the thread's own arena's are merged
- *             at once, whatever their size (never parked on a fastbin), so
- *             they stay reusable for any size;
+ *             them back by the batch; the thread's own arena's small
+ *             ones are parked the same way while the arena's record says
+ *             parked chunks get reused, else merged at once (flush_parks);
  *   grow      a bin that missed or overflowed doubles its cap (from 0 to
  *             TC_FIRST_CAP, or fewer of a large class) while the caps of
  *             the thread add up to at most hpmalloc.tcache_bytes;
@@ -150,19 +150,42 @@ static struct tc_entry **detach(size_t tidx, size_t k, struct tc_entry **tail) {
   return tail;
 }
 
+enum { TC_PARK_WINDOW = 1u << 22 }; /* parked chunks after which the record halves */
+
+/* Does a flush into ar, the thread's own arena, park its small chunks on
+   the fastbins (else merge them)?  Parked, they cost a push now and a pop
+   when a refill of their size takes them back; but when the arena merges
+   them later instead (malloc_consolidate, once larger memory is wanted),
+   that pass runs over chunks gone cold.  So park while consolidation has
+   merged at most half as many fastbin chunks as flushes parked, else
+   merge at the flush, while the chunks are warm -- and still park one
+   flush in TC_PROBE_EVERY, so the record follows a program whose phases
+   change.  Measured (malloc/README.md): parked, the chunks python3
+   drops when it frees large structures went through malloc_consolidate
+   (about 7% of its CPU time); merged at the flush instead, freeing 10 M
+   blocks of 100 bytes before exit took 25% longer than parking them,
+   which nothing then merges.  */
+static bool flush_parks(struct arena *ar) {
+  if (ar->flush_parked >= TC_PARK_WINDOW) {
+    ar->flush_parked /= 2;
+    ar->fast_merged /= 2;
+  }
+  return ++ar->flushes % TC_PROBE_EVERY == 0 || ar->fast_merged <= ar->flush_parked / 2;
+}
+
 /* Free every chunk on the list into its arena: one lock per arena, the
-   chunks of the first arena on the list first.  Each is merged with its
-   free neighbours, whatever its size: parked on a fastbin instead, the
-   chunks of a bulk free (a program dropping a large structure) all went
-   through malloc_consolidate later, cold (malloc/README.md has the
-   measurement).  But with !merge (what an overflowing bin gives back) another arena's small
-   chunks are parked unmerged in its fastbins, where its owner's next
-   refill of their size takes them back by the batch: a cross-thread free
-   stays cheap for both threads.  */
+   chunks of the first arena on the list first.  With `merge` (a thread
+   that exits, malloc_trim, the gc) each is freed as free() would.  Else
+   (what an overflowing bin gives back) another arena's small chunks are
+   parked unmerged in its fastbins, where its owner's next refill of their
+   size takes them back by the batch, so a cross-thread free stays cheap
+   for both threads; and the thread's own arena's small ones are parked or
+   merged at once as flush_parks says.  */
 static void free_by_arena(struct tc_entry *list, bool merge) {
   while (list) {
     struct arena *ar = arena_for_chunk(mem2chunk(list));
     bool lk = arena_lock_if_needed(ar);
+    bool own = ar == hp_self.arena, park = !merge && own && flush_parks(ar);
     vg_enter();
     for (struct tc_entry **pp = &list; *pp;) {
       struct tc_entry *e = *pp;
@@ -172,10 +195,15 @@ static void free_by_arena(struct tc_entry *list, bool merge) {
         continue;
       }
       *pp = e->next;
-      if (!merge && ar != hp_self.arena && mp.max_fast && chunksize(c) <= FASTBIN_MAX_CHUNK)
+      size_t size = chunksize(c);
+      if (merge || (!own && (!mp.max_fast || size > FASTBIN_MAX_CHUNK))) {
+        int_free_locked(ar, c); /* as free() would */
+      } else if (!own || (park && mp.max_fast && size <= mp.max_fast)) {
+        ar->flush_parked += own;
         fastbin_push(ar, c);
-      else
+      } else {
         int_free_merge(ar, c);
+      }
     }
     vg_leave();
     arena_unlock_if(ar, lk);

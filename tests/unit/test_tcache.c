@@ -21,6 +21,7 @@
 #include "hpmalloc.h"
 #include "hpt_api.h"
 #include "arena.h"
+#include "bins.h"
 #include "stats.h"
 #include "tcache.h"
 #include "unit_helpers.h"
@@ -237,7 +238,7 @@ Test(tcache, overflow_gives_half_back) {
   size_t flushed = c0 + N - bin->count;
   cr_assert_gt(flushed, 0);
   cr_assert_eq(st1.free - st0.free, flushed * size, "the rest went back to the arena, free there");
-  cr_assert_eq(fastbin_length(&main_arena, size), 0, "nothing parked: its own arena's chunks merge");
+  cr_assert_eq(fastbin_length(&main_arena, size), 0, "nothing parked: its own arena's chunks above mxfast merge");
   check_all_arenas();
   (void)g;
 }
@@ -272,6 +273,72 @@ Test(tcache, overflow_parks_another_arenas_chunks) {
   cr_assert_eq(parked + bin->count, 80, "every block is in the bin or parked");
   cr_assert_eq(fastbin_length(&main_arena, size), 0);
   check_all_arenas();
+}
+
+/* Own small chunks: an overflow parks them on the fastbins while the
+   arena's record says parked chunks are reused; once malloc_consolidate
+   has merged more than half of what was parked, flushes merge them at
+   once (but one flush in eight still parks, to keep the record going).  */
+Test(tcache, own_small_chunks_parked_until_consolidation_merges_them) {
+  tunables("hpmalloc.tcache_bytes=8192");
+  enum { N = 1000 };
+  static void *p[N], *g[N];
+  size_t size = request2size(64);
+  cr_assert_leq(size, mp.max_fast);
+  struct tc_bin *bin = bin_of(64);
+  alloc_apart(p, g, N, 64);
+  size_t c0 = bin->count;
+  for (int i = 0; i < N; i++) hpt_free(p[i]);
+  size_t flushed = c0 + N - bin->count;
+  cr_assert_gt(flushed, 0);
+  cr_assert_eq(fastbin_length(&main_arena, size), flushed, "every flushed chunk was parked");
+  cr_assert_eq(main_arena.flush_parked, flushed);
+  malloc_consolidate(&main_arena); /* what a large request does */
+  cr_assert_eq(fastbin_length(&main_arena, size), 0);
+  cr_assert_geq(main_arena.fast_merged, flushed);
+  for (int i = 0; i < N; i++) p[i] = hpt_malloc(64);
+  c0 = bin->count;
+  unsigned f0 = main_arena.flushes;
+  for (int i = 0; i < N; i++) hpt_free(p[i]);
+  flushed = c0 + N - bin->count;
+  unsigned flushes = main_arena.flushes - f0;
+  size_t parked = fastbin_length(&main_arena, size);
+  cr_assert_geq(flushes, TC_PROBE_EVERY);
+  cr_assert_lt(parked, flushed / 2, "%zu of %zu flushed chunks parked after consolidation merged them", parked,
+               flushed);
+  cr_assert_gt(parked, 0, "a probe flush still parked");
+  check_all_arenas();
+  (void)g;
+}
+
+/* A thread that exits gives another arena's small chunks back as free()
+   would, to that arena's fastbins: merged instead, they set off
+   malloc_consolidate over everything the thread had parked there.  */
+struct exit_free {
+  void **p;
+  int n;
+};
+
+static void *free_then_exit(void *arg) {
+  struct exit_free *x = arg;
+  for (int i = 0; i < x->n; i++) hpt_free(x->p[i]);
+  return NULL;
+}
+
+Test(tcache, exit_gives_another_arenas_small_chunks_to_its_fastbins) {
+  tunables("hpmalloc.tcache_bytes=8192");
+  enum { N = 80 };
+  static void *p[N], *g[N];
+  size_t size = request2size(64);
+  alloc_apart(p, g, N, 64);
+  size_t before = fastbin_length(&main_arena, size);
+  struct exit_free x = {p, N};
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, free_then_exit, &x), 0);
+  cr_assert_eq(pthread_join(th, NULL), 0);
+  cr_assert_eq(fastbin_length(&main_arena, size), before + N, "parked by the overflows and by the exit");
+  check_all_arenas();
+  (void)g;
 }
 
 /* Slow-path events from another bin: a working set of 100-byte blocks
