@@ -70,6 +70,12 @@ def contenders(build):
     ]
 
 
+def debian_python():
+    """The python3 the header names (Debian's package): /usr/bin/python3.  The first python3 on PATH may be
+    another build behind a shell script (pyenv's shim), whose start-up would be timed too."""
+    return "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else (shutil.which("python3") or "python3")
+
+
 def workloads(build, quick, tmp, md=25):
     """name, group, command, options.  Sizes: full, or (quick) about 5-10x less."""
     b = os.path.join(TOP, build, "bench")
@@ -96,7 +102,7 @@ def workloads(build, quick, tmp, md=25):
         # real programs
         ("xz", "real", ["xz", "-9", "-T1", "-c", os.path.join(tmp, "xz-input")],
          {"stdout": "/dev/null", "prep": "xz", "mib": 2 if q else 16}),
-        ("python3", "real", ["python3", os.path.join(TOP, "bench/workloads/pyalloc.py"), "0.1" if q else "1"],
+        ("python3", "real", [debian_python(), os.path.join(TOP, "bench/workloads/pyalloc.py"), "0.1" if q else "1"],
          {"env": {"PYTHONMALLOC": "malloc"}}),
         ("sqlite3", "real", ["sqlite3", ":memory:"],
          {"stdin": os.path.join(tmp, "sqlite.sql"), "prep": "sqlite", "rows": 40000 if q else 400000}),
