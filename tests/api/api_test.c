@@ -801,7 +801,7 @@ struct cross_free {
 static void *free_all_thread(void *arg) {
   struct cross_free *x = arg;
   for (int i = 0; i < FAST_N; i++) free(x->p[i]);
-  x->seen = mallinfo2(); /* before the thread's exit gives its cache back, merged */
+  x->seen = mallinfo2(); /* before the thread's exit gives its cache back */
   return NULL;
 }
 
