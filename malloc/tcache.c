@@ -150,8 +150,6 @@ static struct tc_entry **detach(size_t tidx, size_t k, struct tc_entry **tail) {
   return tail;
 }
 
-enum { TC_PARK_WINDOW = 1u << 22 }; /* parked chunks after which the record halves */
-
 /* Does a flush into ar, the thread's own arena, park its small chunks on
    the fastbins (else merge them)?  Parked, they cost a push now and a pop
    when a refill of their size takes them back; but when the arena merges
@@ -184,8 +182,11 @@ static bool flush_parks(struct arena *ar) {
 static void free_by_arena(struct tc_entry *list, bool merge) {
   while (list) {
     struct arena *ar = arena_for_chunk(mem2chunk(list));
-    bool lk = arena_lock_if_needed(ar);
-    bool own = ar == hp_self.arena, park = !merge && own && flush_parks(ar);
+    bool lk = arena_lock_if_needed(ar), own = ar == hp_self.arena;
+    /* the largest chunk that goes on a fastbin unmerged; the rest are
+       freed as free() would (`merge`) or merged */
+    size_t park_max = merge || !mp.max_fast ? 0 : !own ? FASTBIN_MAX_CHUNK : flush_parks(ar) ? mp.max_fast : 0;
+    size_t parked = 0;
     vg_enter();
     for (struct tc_entry **pp = &list; *pp;) {
       struct tc_entry *e = *pp;
@@ -195,17 +196,17 @@ static void free_by_arena(struct tc_entry *list, bool merge) {
         continue;
       }
       *pp = e->next;
-      size_t size = chunksize(c);
-      if (merge || (!own && (!mp.max_fast || size > FASTBIN_MAX_CHUNK))) {
-        int_free_locked(ar, c); /* as free() would */
-      } else if (!own || (park && mp.max_fast && size <= mp.max_fast)) {
-        ar->flush_parked += own;
+      if (chunksize(c) <= park_max) {
         fastbin_push(ar, c);
+        parked++;
+      } else if (merge) {
+        int_free_locked(ar, c);
       } else {
         int_free_merge(ar, c);
       }
     }
     vg_leave();
+    if (own) ar->flush_parked += parked;
     arena_unlock_if(ar, lk);
   }
 }

@@ -42,8 +42,9 @@ enum {
   TC_MAX_CHUNK = 1 << TC_LARGE_MAX_LOG,                                    /* 32768 */
   TC_LARGE_BINS = (TC_LARGE_MAX_LOG - TC_LARGE_MIN_LOG) << TC_LARGE_SHIFT, /* 40 */
   TC_BINS = TC_SMALL_BINS + TC_LARGE_BINS,
-  TC_GC_EVENTS = 256, /* slow-path events between two passes of the cache's gc */
-  TC_PROBE_EVERY = 8, /* an arena whose flushes merge still parks one flush in this many */
+  TC_GC_EVENTS = 256,       /* slow-path events between two passes of the cache's gc */
+  TC_PROBE_EVERY = 8,       /* an arena whose flushes merge still parks one flush in this many */
+  TC_PARK_WINDOW = 1 << 22, /* chunks an arena's flushes parked after which its record halves */
 };
 
 struct tc_entry {

@@ -311,6 +311,23 @@ Test(tcache, own_small_chunks_parked_until_consolidation_merges_them) {
   (void)g;
 }
 
+/* The record halves once the parked count reaches TC_PARK_WINDOW, so old
+   history weighs less than what the program does now.  */
+Test(tcache, park_record_halves_after_its_window) {
+  tunables("hpmalloc.tcache_bytes=8192");
+  enum { N = 400 };
+  static void *p[N], *g[N];
+  alloc_apart(p, g, N, 64);
+  main_arena.flush_parked = TC_PARK_WINDOW;
+  main_arena.fast_merged = 1000;
+  for (int i = 0; i < N; i++) hpt_free(p[i]);
+  cr_assert_lt(main_arena.flush_parked, TC_PARK_WINDOW, "halved, plus what the flushes parked since");
+  cr_assert_geq(main_arena.flush_parked, TC_PARK_WINDOW / 2);
+  cr_assert_eq(main_arena.fast_merged, 500);
+  check_all_arenas();
+  (void)g;
+}
+
 /* A thread that exits gives another arena's small chunks back as free()
    would, to that arena's fastbins: merged instead, they set off
    malloc_consolidate over everything the thread had parked there.  */
