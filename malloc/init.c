@@ -107,8 +107,8 @@ static size_t next_pow2(size_t v) {
 
 /* Keep huge pages whole: trim in huge-page units, and serve requests below
    one huge page from the (huge-backed) heap.  The top pad stays as set: the
-   region layer rounds every commit to whole huge pages already (but a young
-   heap's, see region.c), and a pad of a whole huge page would make every
+   region layer rounds every commit to whole huge pages already (but a small
+   lazy heap's, see region.c), and a pad of a whole huge page would make every
    new heap take one up front, 2 MiB for a thread holding a few kilobytes
    and a second gigabyte of the pool with 1 GiB pages.  */
 static void round_for_huge(bool raise_threshold) {

@@ -5,8 +5,9 @@
  * architecture's placement ask), advised once when it is
  * meant for transparent huge pages, and then committed from its start
  * upwards in steps of its page size: the base page, or the huge page so
- * that huge pages stay whole (a THP region's first huge page excepted: it
- * is committed in base pages until it would be nearly full, see young()).
+ * that huge pages stay whole (a lazy THP region below two huge pages
+ * excepted: it commits base pages while rounding up would waste much of
+ * what it holds, see commit_unit()).
  * Nothing above this file knows page sizes.
  *
  * Overcommit: an inaccessible private mapping costs no commit charge, and
@@ -280,26 +281,32 @@ bool region_rounding_ok(size_t len) {
   return !hp || waste_ok(len, hp);
 }
 
-/* A lazy THP region is young until it has committed its first huge page.
-   While a commit stays inside that page and rounding it up to the whole
-   page would waste more than hpmalloc.huge_waste percent of it, a young
-   region commits base pages: a small program, or a thread arena holding a
-   few kilobytes, does not take (and zero) 2 MiB for each heap.  The kernel
-   gives base pages to a writable range that does not cover the whole
-   aligned huge page, so nothing else is needed until the page fills.  Only
-   an arena's first heap is lazy (top.c): a heap that replaces a full one
-   will grow, and faulting its first 2 MiB page by page, then collapsing
-   them, would cost more than the page itself.  */
+/* A lazy THP region is young until it has committed its first huge page
+   (trimming gives back base pages only then).  */
 static bool young(const struct region *r) { return r->lazy && r->kind == HP_REGION_THP && r->committed < r->page; }
 
-/* The unit a commit up to `upto` is rounded to.  */
+/* The unit a commit up to `upto` is rounded to.  Below two huge pages, a
+   lazy THP region commits base pages while rounding the commit up to whole
+   huge pages would waste more than hpmalloc.huge_waste percent of it: a
+   small program, or a thread arena holding a few kilobytes, does not take
+   (and zero) 2 MiB for each heap, and one holding 2.7 MB does not take 4.
+   The kernel gives base pages to a writable range that does not cover the
+   whole aligned huge page, so nothing else is needed until the page fills
+   (region_commit then collapses it).  Further up a heap takes whole huge
+   pages: the same rule to 16 MB (where rounding stops wasting 12%) cost a
+   heap growing past it 6 ms in base-page faults and collapses, against 1 ms
+   for the first two pages.  Only an arena's first heap is lazy (top.c): a
+   heap that replaces a full one will grow, and faulting its first 2 MiB
+   page by page, then collapsing them, would cost more than the page
+   itself.  */
 static size_t commit_unit(const struct region *r, size_t upto) {
-  if (young(r) && upto < r->page && !waste_ok(align_up(upto, policy.page), r->page)) return policy.page;
+  if (r->lazy && r->kind == HP_REGION_THP && upto < 2 * r->page && !waste_ok(align_up(upto, policy.page), r->page))
+    return policy.page;
   return r->page;
 }
 
-/* Commit [0, upto) (rounded up to the region's page, see young() for the
-   exception).  0, or -1 with errno ENOMEM when the reservation is too small
+/* Commit [0, upto) (rounded up to the region's page, see commit_unit() for
+   the exception).  0, or -1 with errno ENOMEM when the reservation is too small
    or the kernel refuses.  */
 int region_commit(struct region *r, size_t upto) {
   upto = align_up(upto, commit_unit(r, upto));

@@ -109,7 +109,7 @@ HP_INTERNAL int region_reserve(struct region *r, size_t len, size_t align, enum 
 /* Grow the reservation in place by at least more bytes.  0 or -1.  */
 HP_INTERNAL int region_extend(struct region *r, size_t more);
 /* Commit [0, upto), rounded up to the region's page.  0, or -1 with errno
-   ENOMEM.  Completing a lazy region's first huge page asks for a collapse,
+   ENOMEM.  Completing a huge page a lazy region committed in part asks for a collapse,
    deferred (region_run_deferred).  */
 HP_INTERNAL int region_commit(struct region *r, size_t upto);
 /* region_commit, and with hpmalloc.prefault a THP region that is not young

@@ -82,7 +82,7 @@ static struct heap *heap_new(struct arena *ar, size_t hdr, size_t need, bool mai
     }
     if (region_reserve(&reg, mp.heap_max, mp.heap_max, kind) != 0) return NULL;
   }
-  /* only an arena's first heap starts lazily (region.c, young()): one that
+  /* only an arena's first heap starts lazily (region.c, commit_unit()): one that
      replaces a full heap will grow */
   if (ar->heap) reg.lazy = false;
   if (region_commit(&reg, overhead + need) != 0 && region_commit(&reg, overhead) != 0) {
