@@ -104,13 +104,13 @@ static void *take_chunk(struct arena *ar, struct chunk *v, size_t size, size_t n
   size_t rsize = size - nb;
   if (rsize < MINSIZE) {
     set_inuse_at(v, size);
-    v->size |= arena_flag(ar);
+    mark_taken(v, arena_flag(ar));
     return chunk2mem(v);
   }
   struct chunk *rem = chunk_at(v, nb);
   set_head(v, nb | PREV_INUSE | arena_flag(ar));
   rsize = carve_for_cache(ar, &rem, rsize, nb);
-  set_head(rem, rsize | PREV_INUSE);
+  set_free_head(rem, rsize | PREV_INUSE);
   set_foot(rem, rsize);
   unsorted_push(ar, rem, rsize);
   if (remember) ar->last_remainder = rem;
@@ -124,6 +124,7 @@ static void *take_chunk(struct arena *ar, struct chunk *v, size_t size, size_t n
    or into top.  Returns the resulting chunk.  */
 static struct chunk *coalesce(struct arena *ar, struct chunk *p, size_t size) {
   struct chunk *next = chunk_at(p, size);
+  p->size |= ARENA_FREE; /* stays in the header when p merges backwards */
   size_t nextsize = chunksize(next);
   if (!prev_inuse(p)) {
     size_t prevsize = p->prev_size;
@@ -139,12 +140,12 @@ static struct chunk *coalesce(struct arena *ar, struct chunk *p, size_t size) {
     } else {
       clear_inuse_at(next, 0);
     }
-    set_head(p, size | PREV_INUSE);
+    set_free_head(p, size | PREV_INUSE);
     set_foot(p, size);
     unsorted_push(ar, p, size);
   } else {
     size += nextsize;
-    set_head(p, size | PREV_INUSE);
+    set_free_head(p, size | PREV_INUSE);
     ar->top = p;
     if (ar->last_remainder == p) ar->last_remainder = NULL;
   }
@@ -310,7 +311,7 @@ static struct chunk *smallbin_pop(struct arena *ar, struct chunk *bin) {
   bin->bk = bck;
   bck->fd = bin;
   set_inuse_at(v, chunksize(v));
-  v->size |= arena_flag(ar);
+  mark_taken(v, arena_flag(ar));
   return v;
 }
 
@@ -406,7 +407,7 @@ static void *process_unsorted(struct arena *ar, size_t nb, size_t *cached) {
     bck->fd = ub;
     if (size == nb) {
       set_inuse_at(v, size);
-      v->size |= arena_flag(ar);
+      mark_taken(v, arena_flag(ar));
       if (can_cache && tcache_room(tidx)) {
         tcache_put(v, tidx);
         ++*cached;
@@ -478,7 +479,7 @@ void *top_take(struct arena *ar, size_t nb) {
   if (size < nb + MINSIZE) return NULL;
   struct chunk *rem = chunk_at(v, nb);
   ar->top = rem;
-  set_head(rem, (size - nb) | PREV_INUSE);
+  set_free_head(rem, (size - nb) | PREV_INUSE);
   set_head(v, nb | PREV_INUSE | arena_flag(ar));
   return chunk2mem(v);
 }
@@ -539,7 +540,7 @@ void *int_realloc(struct arena *ar, struct chunk *old, size_t oldsize, size_t nb
   if (next == ar->top && oldsize + nextsize >= nb + MINSIZE) {
     set_head_size(old, nb);
     ar->top = chunk_at(old, nb);
-    set_head(ar->top, (oldsize + nextsize - nb) | PREV_INUSE);
+    set_free_head(ar->top, (oldsize + nextsize - nb) | PREV_INUSE);
     return chunk2mem(old);
   }
   if (next != ar->top && !inuse_at(next, nextsize) && oldsize + nextsize >= nb) {

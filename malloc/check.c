@@ -38,6 +38,7 @@ static size_t walk_heap(struct arena *ar, struct heap *h, size_t *bytes) {
     struct chunk *n = next_chunk(c);
     expect((char *)n <= hi, "hpmalloc_check_heap(): chunk runs past its heap");
     bool is_free = !prev_inuse(n);
+    expect(!(c->size & ARENA_FREE) == !is_free, "hpmalloc_check_heap(): ARENA_FREE disagrees with the next chunk");
     if (is_free) {
       expect(!prev_free, "hpmalloc_check_heap(): two adjacent free chunks");
       expect(n->prev_size == sz, "hpmalloc_check_heap(): footer does not match size");
@@ -50,6 +51,7 @@ static size_t walk_heap(struct arena *ar, struct heap *h, size_t *bytes) {
   if (h == ar->heap) {
     expect((char *)ar->top + chunksize(ar->top) == hi, "hpmalloc_check_heap(): top does not end the heap");
     expect(prev_inuse(ar->top) == !prev_free, "hpmalloc_check_heap(): top's PREV_INUSE is wrong");
+    expect(ar->top->size & ARENA_FREE, "hpmalloc_check_heap(): top without ARENA_FREE");
   } else {
     expect(chunksize(h->fence) == CHUNK_HDR, "hpmalloc_check_heap(): fencepost damaged");
   }

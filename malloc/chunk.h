@@ -39,8 +39,17 @@ enum {
   PREV_INUSE = 0x1,
   IS_MMAPPED = 0x2,
   NON_MAIN_ARENA = 0x4,
-  SIZE_BITS = PREV_INUSE | IS_MMAPPED | NON_MAIN_ARENA,
+  /* In the header of a chunk its arena holds free: in a bin other than a
+     fastbin, or top, and the header of a chunk merged into one of those.
+     free's fast path finds it in the header it reads anyway, where it
+     would otherwise read the next chunk's PREV_INUSE, a cache line the
+     program may not have touched for long.  Sizes are multiples of
+     HP_ALIGN (16), so the bit is spare (glibc rejects a size with it as
+     "free(): invalid size").  */
+  ARENA_FREE = 0x8,
+  SIZE_BITS = PREV_INUSE | IS_MMAPPED | NON_MAIN_ARENA | ARENA_FREE,
 };
+_Static_assert((size_t)HP_ALIGN > (size_t)ARENA_FREE, "ARENA_FREE lies below malloc's alignment");
 
 static inline void *chunk2mem(const struct chunk *c) { return (char *)c + CHUNK_HDR; }
 static inline struct chunk *mem2chunk(const void *m) { return (struct chunk *)((char *)m - CHUNK_HDR); }
@@ -61,6 +70,12 @@ static inline void set_inuse_at(struct chunk *c, size_t off) { chunk_at(c, off)-
 static inline void clear_inuse_at(struct chunk *c, size_t off) { chunk_at(c, off)->size &= ~(size_t)PREV_INUSE; }
 
 static inline void set_head(struct chunk *c, size_t v) { c->size = v; }
+/* The header of a chunk the arena holds free (bins, top).  */
+static inline void set_free_head(struct chunk *c, size_t v) { c->size = v | ARENA_FREE; }
+/* A free chunk leaves its bin in use (an exact fit): its header says so.  */
+static inline void mark_taken(struct chunk *c, size_t arena_bit) {
+  c->size = (c->size & ~(size_t)ARENA_FREE) | arena_bit;
+}
 static inline void set_head_size(struct chunk *c, size_t s) { c->size = (c->size & SIZE_BITS) | s; }
 static inline void set_foot(struct chunk *c, size_t s) { chunk_at(c, s)->prev_size = s; }
 

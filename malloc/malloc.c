@@ -202,6 +202,19 @@ __attribute__((noinline)) static void free_to_cache_or_arena(struct chunk *c, si
   }
 }
 
+/* Free chunk c, whose header says its arena holds it free already: a
+   double free, whose second free the arena's checks catch with glibc's
+   words ("double free or corruption (top)", "(out)", "(!prev)"), or a
+   header damaged in that bit, which the same checks judge as they would
+   any chunk (one that passes is freed).  Not through the cache: its key
+   is not there to catch it.  */
+__attribute__((noinline, cold)) static void free_arena_free(struct chunk *c) {
+  struct arena *ar = arena_for_chunk(c);
+  bool lk = arena_lock_if_needed(ar);
+  int_free_merge(ar, c);
+  arena_unlock_if(ar, lk);
+}
+
 /* Free chunk c (not NULL, checked for alignment and wrap).  */
 static void free_core(struct chunk *c) {
   size_t size = chunksize(c);
@@ -209,7 +222,11 @@ static void free_core(struct chunk *c) {
     munmap_chunk(c);
     return;
   }
-  if (HP_UNLIKELY(size < MINSIZE || (size & HP_ALIGN_MASK))) hp_fatal("free(): invalid size");
+  if (HP_UNLIKELY(size < MINSIZE)) hp_fatal("free(): invalid size");
+  if (HP_UNLIKELY(c->size & ARENA_FREE)) {
+    free_arena_free(c);
+    return;
+  }
   if (HP_UNLIKELY(hp_self.state == HP_THREAD_NEW)) tcache_thread_start();
   free_to_cache_or_arena(c, size);
 }
@@ -248,17 +265,17 @@ HP_EXPORT void HP_API(free)(void *p) {
   if (HP_LIKELY(hp_self.on)) {
     struct chunk *c = mem2chunk(p);
     size_t head = c->size;
-    if (HP_LIKELY(!(head & IS_MMAPPED))) {
+    /* a chunk its arena holds free says so in its header (ARENA_FREE) */
+    if (HP_LIKELY(!(head & (IS_MMAPPED | ARENA_FREE)))) {
       size_t size = head & ~(size_t)SIZE_BITS;
       check_pointer(c, size, "free(): invalid pointer");
-      if (HP_UNLIKELY(size < MINSIZE || (size & HP_ALIGN_MASK))) hp_fatal("free(): invalid size");
+      if (HP_UNLIKELY(size < MINSIZE)) hp_fatal("free(): invalid size");
       size_t tidx = csize2tidx(size);
       if (HP_LIKELY(tidx < mp.tcache_bins)) {
-        /* a cached chunk carries the key, whether or not this bin has room;
-           a chunk its arena holds free says so in its next chunk's header */
+        /* a cached chunk carries the key, whether or not this bin has room */
         const struct tc_entry *e = (const struct tc_entry *)p;
         const struct tc_bin *b = &hp_self.bins[tidx];
-        if (HP_LIKELY(e->key != hp_tcache_key && b->count < b->cap && inuse_at(c, size))) {
+        if (HP_LIKELY(e->key != hp_tcache_key && b->count < b->cap)) {
           tcache_put(c, tidx);
           return;
         }

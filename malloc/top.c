@@ -108,7 +108,7 @@ static struct heap *heap_new(struct arena *ar, size_t hdr, size_t need, bool mai
 void heap_attach_arena_top(struct arena *ar, struct heap *h, char *first) {
   struct chunk *t = (struct chunk *)first;
   h->first = t;
-  set_head(t, (size_t)(heap_end(h) - first) | PREV_INUSE);
+  set_free_head(t, (size_t)(heap_end(h) - first) | PREV_INUSE);
   ar->top = t;
   ar->heap = h;
 }
@@ -182,7 +182,7 @@ static int grow_in_place(struct arena *ar, size_t nb) {
   if (region_commit_ahead(&h->reg, padded) != 0) region_commit(&h->reg, want);
   if (h->reg.committed != before) {
     account(ar, &h->reg, (ptrdiff_t)(h->reg.committed - before));
-    set_head(ar->top, (size_t)(heap_end(h) - top) | (ar->top->size & PREV_INUSE));
+    set_free_head(ar->top, (size_t)(heap_end(h) - top) | (ar->top->size & PREV_INUSE));
   }
   return h->reg.committed >= want ? 0 : -1;
 }
@@ -239,7 +239,7 @@ static bool release_empty_heap(struct arena *ar) {
   prev->fence = NULL;
   ar->heap = prev;
   ar->top = t;
-  set_head(t, (size_t)(heap_end(prev) - (char *)t) | (t->size & PREV_INUSE));
+  set_free_head(t, (size_t)(heap_end(prev) - (char *)t) | (t->size & PREV_INUSE));
   if (ar->last_remainder == t) ar->last_remainder = NULL;
   return true;
 }
@@ -289,7 +289,7 @@ int sys_trim(struct arena *ar, size_t pad) {
   region_decommit(&h->reg, keep);
   if (h->reg.committed == before) return released;
   account(ar, &h->reg, -(ptrdiff_t)(before - h->reg.committed));
-  set_head(ar->top, (size_t)(heap_end(h) - top) | (ar->top->size & PREV_INUSE));
+  set_free_head(ar->top, (size_t)(heap_end(h) - top) | (ar->top->size & PREV_INUSE));
   return 1;
 }
 

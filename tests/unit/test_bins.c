@@ -647,6 +647,62 @@ Test(bins_corrupt, double_free_large_class_caught_by_the_key) {
   expect_abort(do_double_free_large_class, "free(): double free detected in tcache 2");
 }
 
+/* With glibc's fixed cache of 7 per class, the eighth of 8 blocks of a
+   cached size (kept apart by guards: none merges with another or with top)
+   goes to the arena; one malloc then leaves its bin room.  */
+static void do_double_free_of_block_the_arena_holds(void) {
+  hp_ensure_init();
+  mp.tcache_fixed = true;
+  mp.tcache_count = 7;
+  tcache_thread_start();
+  tcache_reset(); /* the caps of a fixed cache */
+  void *a[8], *g[8];
+  for (int i = 0; i < 8; i++) {
+    a[i] = hpt_malloc(200);
+    g[i] = hpt_malloc(100);
+  }
+  for (int i = 0; i < 8; i++) hpt_free(a[i]);
+  if (!(mem2chunk(a[7])->size & ARENA_FREE)) _exit(3);
+  if (hpt_malloc(200) == a[7]) _exit(4);
+  const struct tc_bin *b = &hp_self.bins[csize2tidx(chunksize(mem2chunk(a[7])))];
+  if (b->count >= b->cap) _exit(5); /* free would take its slow path */
+  (void)g;
+  hpt_free(a[7]);
+}
+
+/* A block the arena holds (merged into a bin) is freed again while
+   its bin of the cache has room: free's fast path sees ARENA_FREE in the
+   header and the arena catches it, where the chunk would otherwise enter
+   the cache and be handed out twice.  */
+Test(bins_corrupt, double_free_of_a_block_the_arena_holds_caught_by_its_header) {
+  expect_abort(do_double_free_of_block_the_arena_holds, "double free or corruption (!prev)");
+}
+
+/* ARENA_FREE follows a chunk: set while the arena holds it free (a bin, or
+   top), clear once it is handed out, never on a fastbin's chunk.  */
+Test(bins, arena_free_bit_follows_the_chunk) {
+  tcache_off();
+  /* guards above mxfast: freed, they merge */
+  void *a = hpt_malloc(200), *g = hpt_malloc(300), *f = hpt_malloc(40), *g2 = hpt_malloc(300);
+  cr_assert_not(mem2chunk(a)->size & ARENA_FREE, "in use");
+  cr_assert(main_arena.top->size & ARENA_FREE, "top");
+  hpt_free(a);
+  cr_assert(mem2chunk(a)->size & ARENA_FREE, "in the unsorted bin");
+  hpt_free(f);
+  cr_assert_not(mem2chunk(f)->size & ARENA_FREE, "a fastbin's chunk looks in use, as in glibc");
+  void *b = hpt_malloc(200);
+  cr_assert_eq(b, a, "the exact fit");
+  cr_assert_not(mem2chunk(b)->size & ARENA_FREE, "handed out");
+  hpt_free(g);
+  hpt_free(b); /* merges with g, and b's header keeps the bit inside the merged chunk */
+  cr_assert(mem2chunk(b)->size & ARENA_FREE);
+  void *c = hpt_malloc(100); /* split from the merged chunk */
+  cr_assert_not(mem2chunk(c)->size & ARENA_FREE);
+  cr_assert(next_chunk(mem2chunk(c))->size & ARENA_FREE, "the remainder");
+  (void)g2;
+  check_main();
+}
+
 static void do_fasttop_double_free(void) {
   tcache_off();
   void *a = hpt_malloc(40), *g = hpt_malloc(16);

@@ -21,7 +21,7 @@ Test(chunk, minsize_and_alignment_constants) {
   cr_assert_eq(MINSIZE, 32, "a free chunk needs prev_size, size, fd, bk");
   cr_assert_eq(MINSIZE % HP_ALIGN, 0);
   cr_assert_geq((size_t)MINSIZE, offsetof(struct chunk, fd_nextsize));
-  cr_assert_eq(SIZE_BITS, 0x7);
+  cr_assert_eq(SIZE_BITS, 0xf);
 }
 
 Test(chunk, request2size_small_requests) {
