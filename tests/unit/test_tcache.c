@@ -243,6 +243,72 @@ Test(tcache, overflow_gives_half_back) {
   (void)g;
 }
 
+/* 80 blocks of 200 bytes side by side, freed in address order through a
+   small cache: the overflows give back runs of neighbours, which the arena
+   takes as one free chunk each (merged, as chunk by chunk would leave it).
+   free_in_order returns how many went back.  */
+static int cmp_ptr(const void *a, const void *b) {
+  uintptr_t x = (uintptr_t) * (void *const *)a, y = (uintptr_t) * (void *const *)b;
+  return (x > y) - (x < y);
+}
+
+static void alloc_neighbours(void **p, int n) {
+  tunables("hpmalloc.tcache_bytes=8192");
+  for (int i = 0; i < n; i++) p[i] = hpt_malloc(200);
+  void *guard = hpt_malloc(200); /* keeps the last block away from top */
+  (void)guard;
+  qsort(p, (size_t)n, sizeof *p, cmp_ptr);
+}
+
+static size_t free_in_order(void **p, int n) {
+  size_t c0 = bin_of(200)->count;
+  for (int i = 0; i < n; i++) hpt_free(p[i]);
+  return c0 + (size_t)n - bin_of(200)->count;
+}
+
+/* p[i] went back to the arena right after its neighbour p[i - 1] (the
+   cache may hold chunks carved between two of the blocks).  */
+static bool inside_free_run(void **p, int i) {
+  struct chunk *a = mem2chunk(p[i - 1]), *c = mem2chunk(p[i]);
+  return (a->size & ARENA_FREE) && (c->size & ARENA_FREE) && c == chunk_at(a, request2size(200));
+}
+
+Test(tcache, overflow_frees_runs_of_neighbours_as_one_chunk) {
+  enum { N = 80 };
+  void *p[N];
+  size_t size = request2size(200);
+  struct hp_arena_stats st0, st1;
+  alloc_neighbours(p, N);
+  arena_collect(&main_arena, &st0);
+  size_t flushed = free_in_order(p, N);
+  arena_collect(&main_arena, &st1);
+  cr_assert_gt(flushed, 1);
+  cr_assert_eq(st1.free - st0.free, flushed * size, "what went back is free in the arena");
+  int inside = 0;
+  for (int i = 1; i < N; i++) inside += inside_free_run(p, i) && !prev_inuse(mem2chunk(p[i]));
+  cr_assert_gt(inside, 0, "some chunk went back inside a run, marked as after a free chunk");
+  check_all_arenas();
+}
+
+static void do_double_free_inside_a_run(void) {
+  enum { N = 80 };
+  void *p[N];
+  alloc_neighbours(p, N);
+  free_in_order(p, N);
+  /* the middle of three neighbours the arena holds: the third says the
+     second is free */
+  for (int i = 1; i + 1 < N; i++)
+    if (inside_free_run(p, i) && inside_free_run(p, i + 1)) {
+      hpt_free(p[i]);
+      _exit(4);
+    }
+  _exit(3);
+}
+
+Test(tcache, double_free_of_a_block_inside_a_run_is_caught) {
+  expect_abort(do_double_free_inside_a_run, "double free or corruption (!prev)");
+}
+
 /* Blocks another thread allocated: the overflow parks them unmerged in
    their arena's fastbins, where that arena's next refill takes them back
    by the batch.  */
