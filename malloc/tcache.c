@@ -18,7 +18,8 @@
  *             which switches fastbins off), where its owner's refill takes
  *             them back by the batch; the thread's own arena's small
  *             ones are parked the same way while the arena's record says
- *             parked chunks get reused, else merged at once (flush_parks);
+ *             parked chunks get reused, else merged at once (flush_parks),
+ *             a run of neighbours at a time (struct run);
  *   grow      a bin that missed or overflowed doubles its cap (from 0 to
  *             TC_FIRST_CAP, or fewer of a large class) while the caps of
  *             the thread add up to at most hpmalloc.tcache_bytes;
