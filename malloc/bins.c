@@ -103,8 +103,7 @@ static size_t carve_for_cache(struct arena *ar, struct chunk **rem, size_t rsize
 static void *take_chunk(struct arena *ar, struct chunk *v, size_t size, size_t nb, bool remember) {
   size_t rsize = size - nb;
   if (rsize < MINSIZE) {
-    set_inuse_at(v, size);
-    mark_taken(v, arena_flag(ar));
+    take_whole(v, size, arena_flag(ar));
     return chunk2mem(v);
   }
   struct chunk *rem = chunk_at(v, nb);
@@ -124,9 +123,9 @@ static void *take_chunk(struct arena *ar, struct chunk *v, size_t size, size_t n
    or into top.  Returns the resulting chunk.  */
 static struct chunk *coalesce(struct arena *ar, struct chunk *p, size_t size) {
   struct chunk *next = chunk_at(p, size);
-  p->size |= ARENA_FREE; /* stays in the header when p merges backwards */
   size_t nextsize = chunksize(next);
   if (!prev_inuse(p)) {
+    p->size |= ARENA_FREE; /* p's header stays inside the merged chunk */
     size_t prevsize = p->prev_size;
     p = prev_chunk(p); /* not chunk_at (p, -prevsize): that wraps a pointer */
     if (chunksize(p) != prevsize) hp_fatal("corrupted size vs. prev_size while consolidating");
@@ -310,8 +309,7 @@ static struct chunk *smallbin_pop(struct arena *ar, struct chunk *bin) {
   if (bck->fd != v) hp_fatal("malloc(): smallbin double linked list corrupted");
   bin->bk = bck;
   bck->fd = bin;
-  set_inuse_at(v, chunksize(v));
-  mark_taken(v, arena_flag(ar));
+  take_whole(v, chunksize(v), arena_flag(ar));
   return v;
 }
 
@@ -406,8 +404,7 @@ static void *process_unsorted(struct arena *ar, size_t nb, size_t *cached) {
     ub->bk = bck;
     bck->fd = ub;
     if (size == nb) {
-      set_inuse_at(v, size);
-      mark_taken(v, arena_flag(ar));
+      take_whole(v, size, arena_flag(ar));
       if (can_cache && tcache_room(tidx)) {
         tcache_put(v, tidx);
         ++*cached;

@@ -72,8 +72,10 @@ static inline void clear_inuse_at(struct chunk *c, size_t off) { chunk_at(c, off
 static inline void set_head(struct chunk *c, size_t v) { c->size = v; }
 /* The header of a chunk the arena holds free (bins, top).  */
 static inline void set_free_head(struct chunk *c, size_t v) { c->size = v | ARENA_FREE; }
-/* A free chunk leaves its bin in use (an exact fit): its header says so.  */
-static inline void mark_taken(struct chunk *c, size_t arena_bit) {
+/* Free chunk c of `size` leaves its bin whole (an exact fit): in use, and
+   its header says so.  */
+static inline void take_whole(struct chunk *c, size_t size, size_t arena_bit) {
+  set_inuse_at(c, size);
   c->size = (c->size & ~(size_t)ARENA_FREE) | arena_bit;
 }
 static inline void set_head_size(struct chunk *c, size_t s) { c->size = (c->size & SIZE_BITS) | s; }

@@ -281,9 +281,11 @@ bool region_rounding_ok(size_t len) {
   return !hp || waste_ok(len, hp);
 }
 
+/* An arena's first heap on THP (top.c sets lazy).  */
+static bool lazy_thp(const struct region *r) { return r->lazy && r->kind == HP_REGION_THP; }
 /* A lazy THP region is young until it has committed its first huge page
    (trimming gives back base pages only then).  */
-static bool young(const struct region *r) { return r->lazy && r->kind == HP_REGION_THP && r->committed < r->page; }
+static bool young(const struct region *r) { return lazy_thp(r) && r->committed < r->page; }
 
 /* The unit a commit up to `upto` is rounded to.  Below two huge pages, a
    lazy THP region commits base pages while rounding the commit up to whole
@@ -300,8 +302,7 @@ static bool young(const struct region *r) { return r->lazy && r->kind == HP_REGI
    page by page, then collapsing them, would cost more than the page
    itself.  */
 static size_t commit_unit(const struct region *r, size_t upto) {
-  if (r->lazy && r->kind == HP_REGION_THP && upto < 2 * r->page && !waste_ok(align_up(upto, policy.page), r->page))
-    return policy.page;
+  if (lazy_thp(r) && upto < 2 * r->page && !waste_ok(align_up(upto, policy.page), r->page)) return policy.page;
   return r->page;
 }
 
