@@ -436,36 +436,65 @@ static void *from_largebin(struct arena *ar, size_t nb) {
   return take_chunk(ar, v, size, nb, false);
 }
 
-/* Smallest chunk in the next non-empty bin above nb's, by the binmap: one
-   word of 32 bins at a time, the lowest set bit first.  A bit can be stale
-   (the bin emptied since): clear it and go on.  */
+/* No bin's bit set in the binmap?  */
 static bool binmap_empty(const struct arena *ar) {
   unsigned any = 0;
   for (unsigned b = 0; b < BINMAPSIZE; b++) any |= ar->binmap[b];
   return any == 0;
 }
 
-static void *from_binmap(struct arena *ar, size_t nb) {
-  if (binmap_empty(ar)) return NULL; /* the common case while a heap only grows */
-  unsigned idx = bin_index(nb) + 1;
+/* The first non-empty bin from idx on (NBINS when there is none).  */
+static unsigned binmap_next(struct arena *ar, unsigned idx) {
   for (unsigned block = idx >> BINMAP_SHIFT; block < BINMAPSIZE; block++) {
     unsigned map = ar->binmap[block];
     if (block == idx >> BINMAP_SHIFT) map &= ~0u << (idx & (BITSPERMAP - 1));
     while (map) {
-      unsigned bit = (unsigned)__builtin_ctz(map);
-      struct chunk *bin = bin_at(ar, (block << BINMAP_SHIFT) + bit), *v = bin->bk;
-      if (v == bin) {
-        ar->binmap[block] &= ~(1u << bit);
-        map &= map - 1;
-        continue;
-      }
-      size_t size = chunksize(v);
-      if (size < nb) hp_fatal("malloc(): corrupted bin");
-      unlink_chunk(ar, v);
-      return take_chunk(ar, v, size, nb, in_smallbin_range(nb));
+      unsigned i = (block << BINMAP_SHIFT) + (unsigned)__builtin_ctz(map);
+      struct chunk *bin = bin_at(ar, i);
+      if (bin->bk != bin) return i;
+      ar->binmap[block] &= ~(1u << (i & (BITSPERMAP - 1)));
+      map &= map - 1;
     }
   }
-  return NULL;
+  return NBINS;
+}
+
+/* A refill (tcache.c) that must split a free chunk would rather split
+   one that also fills the bin's room, up to SPLIT_BATCH chunks of nb,
+   than the best fit, whose remainder is often a sliver that brings the
+   bin nothing.  The chunk size that does (0: no refill, or no room).
+   Measured on larson (random sizes, 10..500 bytes, 1000 live blocks a
+   thread): refills fell from 18.0 k to 2.7 k and flushes from 7.1 k to
+   1.6 k for 1.2 M mallocs; batches of 2, 3, 4 and 6 did about as well,
+   8 and 16 worse (fewer free chunks hold them).  */
+enum { SPLIT_BATCH = 4 };
+static size_t batch_size(size_t nb) {
+  if (HP_LIKELY(!hp_self.filling)) return 0;
+  size_t tidx = tcache_bin_of(nb);
+  if (tidx == TC_BINS) return 0;
+  const struct tc_bin *b = &hp_self.bins[tidx];
+  size_t room = b->cap > b->count ? (size_t)(b->cap - b->count) : 0;
+  return room ? (1 + (room < SPLIT_BATCH - 1 ? room : SPLIT_BATCH - 1)) * nb + MINSIZE : 0;
+}
+
+/* Split the smallest chunk of the next non-empty bin above nb's, found by
+   the binmap (one word of 32 bins at a time, the lowest set bit first; a
+   bit can be stale, the bin emptied since: it is cleared on the way) --
+   or, for a refill, the first that holds a batch (batch_size), if any.  */
+static void *from_binmap(struct arena *ar, size_t nb) {
+  if (binmap_empty(ar)) return NULL; /* the common case while a heap only grows */
+  unsigned i = binmap_next(ar, bin_index(nb) + 1);
+  if (i == NBINS) return NULL;
+  size_t batch = batch_size(nb);
+  if (batch && chunksize(bin_at(ar, i)->bk) < batch) {
+    unsigned from = bin_index(batch), j = binmap_next(ar, from > i + 1 ? from : i + 1);
+    if (j != NBINS) i = j;
+  }
+  struct chunk *v = bin_at(ar, i)->bk;
+  size_t size = chunksize(v);
+  if (size < nb) hp_fatal("malloc(): corrupted bin");
+  unlink_chunk(ar, v);
+  return take_chunk(ar, v, size, nb, in_smallbin_range(nb));
 }
 
 /* Serve nb from the top chunk when it can keep MINSIZE; else NULL.  */

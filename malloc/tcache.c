@@ -6,7 +6,8 @@
  *   refill    one arena lock serves the request and fills the bin: the
  *             arena's fastbin, small bin and unsorted exact fits first
  *             (bins.c stashes them), chunks carved off the larger chunk it
- *             splits, then, for a small bin whose request came off top,
+ *             splits (one that holds a batch of the class, when the arena
+ *             has one, rather than the best fit), then, for a small bin whose request came off top,
  *             chunks carved off top (a large class carved off top would
  *             leave holes in the heap when its chunks go back: measured on
  *             the realloc workload);

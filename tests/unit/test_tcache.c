@@ -566,6 +566,32 @@ Test(tcache, refill_carves_a_split_chunk) {
   check_all_arenas();
 }
 
+/* A refill that must split prefers a free chunk holding a batch of the
+   class over the best fit, which would bring the bin nothing more.  */
+Test(tcache, refill_splits_a_chunk_that_holds_a_batch) {
+  hp_ensure_init();
+  size_t nb = request2size(392), sliver = nb + 16; /* the best fit: nb and less than MINSIZE over */
+  char *big = hpt_malloc(40000), *g1 = hpt_malloc(16);
+  /* a free chunk of `sliver` bytes in the arena: the tail realloc cuts off */
+  char *s = hpt_malloc(1000), *g2 = hpt_malloc(16);
+  size_t ssize = chunksize(mem2chunk(s));
+  cr_assert_eq(hpt_realloc(s, ssize - sliver - SIZE_SZ), s);
+  struct chunk *tail = chunk_at(mem2chunk(s), ssize - sliver);
+  cr_assert_eq(chunksize(tail), sliver);
+  cr_assert(tail->size & ARENA_FREE, "the tail is free in the arena");
+  hpt_free(big); /* above the cache's classes: into the arena */
+  struct tc_bin *bin = bin_of(392);
+  cr_assert_eq(bin->count, 0);
+  char *p = hpt_malloc(392);
+  cr_assert_eq(p, big, "split from the chunk that holds a batch, not the sliver");
+  cr_assert_geq(bin->count, 3, "the bin got the rest of the batch (%u)", bin->count);
+  for (unsigned i = 1; i <= bin->count; i++) cr_assert(in_tcache(tidx_of(392), p + i * nb));
+  cr_assert(tail->size & ARENA_FREE, "the sliver is still free");
+  check_all_arenas();
+  (void)g1;
+  (void)g2;
+}
+
 /* ================================================================ double free and key */
 
 static void do_double_free(void) {
