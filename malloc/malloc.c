@@ -166,11 +166,13 @@ __attribute__((noinline)) static void *malloc_slow(size_t n) {
   return p;
 }
 
+static const char double_free_msg[] = "free(): double free detected in tcache 2";
+
 /* A chunk whose small bin free's fast path could not use: it carries the
    key (a double free, or a coincidence), or the bin is full.  */
 __attribute__((noinline)) static void free_small_slow(struct chunk *c, size_t tidx) {
   struct tc_entry *e = (struct tc_entry *)chunk2mem(c);
-  if (e->key == hp_tcache_key) tcache_double_free_scan(e, tidx);
+  if (e->key == hp_tcache_key) tcache_double_free_scan(e, tidx, double_free_msg);
   if (hp_self.bins[tidx].count < hp_self.bins[tidx].cap) {
     tcache_check_neighbours(c);
     tcache_put(c, tidx);
@@ -193,7 +195,7 @@ __attribute__((noinline)) static void free_to_cache_or_arena(struct chunk *c, si
   }
   /* a cached chunk carries the key, whether or not this bin has room */
   struct tc_entry *e = (struct tc_entry *)chunk2mem(c);
-  if (HP_UNLIKELY(e->key == hp_tcache_key)) tcache_double_free_scan(e, tidx);
+  if (HP_UNLIKELY(e->key == hp_tcache_key)) tcache_double_free_scan(e, tidx, double_free_msg);
   if (hp_self.bins[tidx].count < hp_self.bins[tidx].cap) {
     tcache_check_neighbours(c);
     tcache_put(c, tidx);
@@ -329,9 +331,23 @@ static void *realloc_mapped(struct chunk *c, void *p, size_t n, size_t nb) {
   return q;
 }
 
+/* A block freed already is no block to resize: its arena holds it free
+   (the header says so), or this thread's cache does (the key, and the
+   block in its bin).  glibc resizes it and the heap is corrupt from then
+   on; here it ends as a bad pointer does.  */
+static void realloc_check_freed(const struct chunk *c, size_t oldsize) {
+  if (HP_UNLIKELY(c->size & ARENA_FREE)) hp_fatal("realloc(): invalid pointer");
+  const struct tc_entry *e = (const struct tc_entry *)chunk2mem(c);
+  if (HP_UNLIKELY(e->key == hp_tcache_key) && hp_self.on) {
+    size_t tidx = tcache_bin_of(oldsize);
+    if (tidx != TC_BINS) tcache_double_free_scan(e, tidx, "realloc(): invalid pointer");
+  }
+}
+
 static void *realloc_heap(struct chunk *c, void *p, size_t n, size_t nb) {
   size_t oldsize = chunksize(c);
   if (HP_UNLIKELY(oldsize < MINSIZE || (oldsize & HP_ALIGN_MASK))) hp_fatal("realloc(): invalid old size");
+  realloc_check_freed(c, oldsize);
   struct arena *ar = arena_for_chunk(c);
   arena_lock(ar);
   void *q = int_realloc(ar, c, oldsize, nb);

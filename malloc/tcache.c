@@ -65,13 +65,14 @@ size_t tc_bin_size(size_t tidx) {
 
 static size_t bins_in_use(void) { return mp.tcache_bins + mp.tcache_large_bins; }
 
-/* e carries the key: either a double free or a coincidence.  Scan the bin.  */
-void tcache_double_free_scan(struct tc_entry *e, size_t tidx) {
+/* e carries the key: either a block freed already or a coincidence.  Scan
+   the bin; found, it is fatal with `msg`.  */
+void tcache_double_free_scan(const struct tc_entry *e, size_t tidx, const char *msg) {
   size_t n = 0;
   for (struct tc_entry *t = hp_self.bins[tidx].head; t; t = (struct tc_entry *)reveal_ptr(&t->next, t->next)) {
     if (n++ == hp_self.bins[tidx].count) hp_fatal("free(): too many chunks detected in tcache");
     if (!aligned_ok((uintptr_t)t)) hp_fatal("free(): unaligned chunk detected in tcache 2");
-    if (t == e) hp_fatal("free(): double free detected in tcache 2");
+    if (t == e) hp_fatal(msg);
   }
 }
 

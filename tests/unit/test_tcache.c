@@ -656,6 +656,43 @@ Test(tcache, double_free_caught_on_the_fast_path) {
   expect_abort(do_double_free_into_a_bin_with_room, "double free or corruption (!prev)");
 }
 
+/* realloc of a block freed already: in the cache (the key, and the block
+   in its bin) or in the arena (its header) -- glibc would resize it and
+   corrupt the heap.  */
+static void do_realloc_after_free_in_cache(void) {
+  void *a = hpt_malloc(50), *b = hpt_malloc(50);
+  hpt_free(a);
+  hpt_free(b); /* a is below the head */
+  (void)hpt_realloc(a, 500);
+}
+
+Test(tcache, realloc_of_a_block_in_the_cache_is_caught) {
+  expect_abort(do_realloc_after_free_in_cache, "realloc(): invalid pointer");
+}
+
+static void do_realloc_after_free_in_arena(void) {
+  tunables("hpmalloc.tcache_bytes=0");
+  void *a = hpt_malloc(496), *g = hpt_malloc(496);
+  (void)g;
+  hpt_free(a); /* no room in the cache: into the arena, free there */
+  (void)hpt_realloc(a, 100);
+}
+
+Test(tcache, realloc_of_a_block_the_arena_holds_is_caught) {
+  expect_abort(do_realloc_after_free_in_arena, "realloc(): invalid pointer");
+}
+
+Test(tcache, realloc_of_a_block_holding_the_key_by_chance) {
+  hp_ensure_init();
+  uintptr_t *a = hpt_malloc(64);
+  a[1] = hp_tcache_key; /* the user's data looks like a cached block's */
+  uintptr_t *b = hpt_realloc(a, 2000);
+  cr_assert_not_null(b);
+  cr_assert_eq(b[1], hp_tcache_key, "the data moved with the block");
+  hpt_free(b);
+  check_all_arenas();
+}
+
 Test(tcache, key_set_in_cache_cleared_on_malloc) {
   void *a = hpt_malloc(64);
   hpt_free(a);
