@@ -188,34 +188,56 @@ static bool in_arena_heaps(const struct arena *ar, const struct chunk *p, size_t
   return false;
 }
 
-/* Push p (of size <= max_fast) on its fastbin.  Needs no lock, as in
-   glibc: pushes are lock-free (compare and swap), pops happen only under
-   the arena lock, so a popped chunk cannot come back during a pop (no
-   ABA).  The next-size check reads a neighbour that may be changing under
-   another thread's free; glibc accepts the same race.  */
-void fastbin_push(struct arena *ar, struct chunk *p) {
+/* Pushes on a fastbin need no lock, as in glibc: they are lock-free
+   (compare and swap), pops happen only under the arena lock, so a popped
+   chunk cannot come back during a pop (no ABA).  The next-size check
+   reads a neighbour that may be changing under another thread's free;
+   glibc accepts the same race.  */
+
+/* Link p (of size <= max_fast) in front of the chain.  */
+void fastbin_chain_add(struct arena *ar, struct fast_chain *ch, struct chunk *p) {
   size_t size = chunksize(p);
   struct chunk *next = chunk_at(p, size);
   /* the raw size field: a fencepost (16 | PREV_INUSE) passes */
   if (next->size <= CHUNK_HDR || chunksize(next) >= ar->system_mem) hp_fatal("free(): invalid next size (fast)");
   perturb_free(chunk2mem(p), size - CHUNK_HDR);
   unsigned idx = fastbin_index(size);
+  if (ch->first && idx != ch->idx) fastbin_chain_push(ar, ch);
+  p->fd = protect_ptr(&p->fd, ch->first);
+  if (!ch->first) ch->last = p;
+  ch->first = p;
+  ch->idx = idx;
+}
+
+/* Push the chain on its fastbin and empty it.  */
+void fastbin_chain_push(struct arena *ar, struct fast_chain *ch) {
+  struct chunk *first = ch->first, *last = ch->last;
+  if (!first) return;
+  unsigned idx = ch->idx;
   struct chunk *old = __atomic_load_n(&ar->fastbins[idx], __ATOMIC_RELAXED);
   if (hp_single_threaded()) { /* nobody to race with: no locked instruction */
-    if (old == p) hp_fatal("double free or corruption (fasttop)");
+    if (old == first || old == last) hp_fatal("double free or corruption (fasttop)");
     /* old may be dereferenced only when no other thread can pop and
        reuse it meanwhile (glibc checks it only with the lock held) */
     if (old && fastbin_index(chunksize(old)) != idx) hp_fatal("invalid fastbin entry (free)");
-    p->fd = protect_ptr(&p->fd, old);
-    ar->fastbins[idx] = p;
+    last->fd = protect_ptr(&last->fd, old);
+    ar->fastbins[idx] = first;
   } else {
     do {
-      if (old == p) hp_fatal("double free or corruption (fasttop)");
-      p->fd = protect_ptr(&p->fd, old);
-    } while (!__atomic_compare_exchange_n(&ar->fastbins[idx], &old, p, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+      if (old == first || old == last) hp_fatal("double free or corruption (fasttop)");
+      last->fd = protect_ptr(&last->fd, old);
+    } while (!__atomic_compare_exchange_n(&ar->fastbins[idx], &old, first, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
   }
   if (!__atomic_load_n(&ar->have_fastchunks, __ATOMIC_RELAXED))
     __atomic_store_n(&ar->have_fastchunks, true, __ATOMIC_RELAXED);
+  ch->first = ch->last = NULL;
+}
+
+/* Push p (of size <= max_fast) on its fastbin.  */
+void fastbin_push(struct arena *ar, struct chunk *p) {
+  struct fast_chain ch = { NULL, NULL, 0 };
+  fastbin_chain_add(ar, &ch, p);
+  fastbin_chain_push(ar, &ch);
 }
 
 /* Pop the head of fastbin idx (arena lock held).  */

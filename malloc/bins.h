@@ -21,6 +21,19 @@ HP_INTERNAL void int_free_merge(struct arena *ar, struct chunk *c);
 HP_INTERNAL void int_free_no_trim(struct arena *ar, struct chunk *c);
 /* Push a chunk of at most max_fast bytes on its fastbin: needs no lock.  */
 HP_INTERNAL void fastbin_push(struct arena *ar, struct chunk *p);
+/* Chunks of one fastbin linked beforehand (fastbin_chain_add: checked as
+   fastbin_push checks a chunk) and pushed with one atomic operation
+   (fastbin_chain_push), for a flush that parks many chunks of a size: the
+   fastbin's head is a cache line the arena's owner pops from on the other
+   CPU, and a compare-and-swap per chunk kept it moving between the two
+   (7% of the CPU time of the producer/consumer workload).  A chunk of
+   another size pushes the chain first.  Needs no lock, as fastbin_push.  */
+struct fast_chain {
+  struct chunk *first, *last;
+  unsigned idx;
+};
+HP_INTERNAL void fastbin_chain_add(struct arena *ar, struct fast_chain *ch, struct chunk *p);
+HP_INTERNAL void fastbin_chain_push(struct arena *ar, struct fast_chain *ch);
 HP_INTERNAL void malloc_consolidate(struct arena *ar);
 HP_INTERNAL void *int_realloc(struct arena *ar, struct chunk *old, size_t oldsize, size_t nb);
 HP_INTERNAL void *int_memalign(struct arena *ar, size_t alignment, size_t bytes);

@@ -238,6 +238,7 @@ static void free_by_arena(struct tc_entry *list, bool merge) {
     /* runs, unless perturb bytes are to overwrite the headers inside */
     bool runs = !merge && !mp.perturb;
     struct run run = { NULL, 0 };
+    struct fast_chain chain = { NULL, NULL, 0 };
     vg_enter();
     for (struct tc_entry **pp = &list; *pp;) {
       struct tc_entry *e = *pp;
@@ -248,7 +249,7 @@ static void free_by_arena(struct tc_entry *list, bool merge) {
       }
       *pp = e->next;
       if (chunksize(c) <= park_max) {
-        fastbin_push(ar, c);
+        fastbin_chain_add(ar, &chain, c);
         parked++;
       } else if (runs) {
         run_add(ar, &run, c);
@@ -259,6 +260,7 @@ static void free_by_arena(struct tc_entry *list, bool merge) {
       }
     }
     run_end(ar, &run);
+    fastbin_chain_push(ar, &chain);
     vg_leave();
     if (own) ar->flush_parked += parked;
     arena_unlock_if(ar, lk);

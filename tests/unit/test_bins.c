@@ -679,6 +679,68 @@ Test(bins, arena_free_bit_follows_the_chunk) {
   check_main();
 }
 
+/* The chunks on fastbin idx of the main arena, head first.  */
+static size_t fastbin_list(struct chunk **out, size_t max, unsigned idx) {
+  size_t n = 0;
+  for (struct chunk *c = main_arena.fastbins[idx]; c && n < max; c = reveal_ptr(&c->fd, c->fd)) out[n++] = c;
+  return n;
+}
+
+/* A chain goes on the fastbin in one push, in the order single pushes
+   leave (the last added on top), above what the bin held; a chunk of
+   another size pushes the chain first.  */
+Test(bins, fastbin_chain_pushes_in_order) {
+  tcache_off();
+  void *p[6], *g[6];
+  for (int i = 0; i < 6; i++) {
+    p[i] = hpt_malloc(40);
+    g[i] = hpt_malloc(16); /* keeps the blocks apart */
+  }
+  struct chunk *c[6];
+  for (int i = 0; i < 6; i++) c[i] = mem2chunk(p[i]);
+  unsigned idx = fastbin_index(chunksize(c[0]));
+  fastbin_push(&main_arena, c[0]); /* already there */
+  struct fast_chain ch = { NULL, NULL, 0 };
+  fastbin_chain_add(&main_arena, &ch, c[1]);
+  fastbin_chain_add(&main_arena, &ch, c[2]);
+  fastbin_chain_add(&main_arena, &ch, c[3]);
+  struct chunk *list[8];
+  cr_assert_eq(fastbin_list(list, 8, idx), 1, "nothing pushed before fastbin_chain_push");
+  fastbin_chain_push(&main_arena, &ch);
+  cr_assert_null(ch.first, "the chain is empty after its push");
+  cr_assert_eq(fastbin_list(list, 8, idx), 4);
+  cr_assert(list[0] == c[3] && list[1] == c[2] && list[2] == c[1] && list[3] == c[0]);
+  /* a chunk of another size pushes the chain first */
+  struct chunk *big = mem2chunk(hpt_malloc(100));
+  unsigned bidx = fastbin_index(chunksize(big));
+  fastbin_chain_add(&main_arena, &ch, c[4]);
+  fastbin_chain_add(&main_arena, &ch, big);
+  cr_assert_eq(fastbin_list(list, 8, idx), 5, "c[4] was pushed when the size changed");
+  cr_assert_eq(list[0], c[4]);
+  fastbin_chain_push(&main_arena, &ch);
+  cr_assert_eq(fastbin_list(list, 8, bidx), 1);
+  cr_assert_eq(list[0], big);
+  check_main();
+  (void)g;
+  (void)p[5];
+}
+
+static void do_chain_fasttop(void) {
+  tcache_off();
+  void *a = hpt_malloc(40), *g1 = hpt_malloc(16), *b = hpt_malloc(40), *g2 = hpt_malloc(16);
+  (void)g1;
+  (void)g2;
+  hpt_free(a); /* on the fastbin */
+  struct fast_chain ch = { NULL, NULL, 0 };
+  fastbin_chain_add(&main_arena, &ch, mem2chunk(a)); /* the top again, at the chain's end */
+  fastbin_chain_add(&main_arena, &ch, mem2chunk(b));
+  fastbin_chain_push(&main_arena, &ch);
+}
+
+Test(bins_corrupt, fasttop_double_free_in_a_chain) {
+  expect_abort(do_chain_fasttop, "double free or corruption (fasttop)");
+}
+
 static void do_fasttop_double_free(void) {
   tcache_off();
   void *a = hpt_malloc(40), *g = hpt_malloc(16);
