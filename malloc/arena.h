@@ -26,6 +26,8 @@ struct heap {
   struct region reg;   /* the address space */
   struct chunk *first; /* the heap's first chunk */
   struct chunk *fence; /* when sealed (not the arena's current heap): the fencepost chunk */
+  size_t extend_cap;   /* main heap: the most an extension in place tries, halved each time a
+                          larger one did not fit (the space above is taken); 0: no bound */
 };
 
 struct arena {

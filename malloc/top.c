@@ -99,6 +99,7 @@ static struct heap *heap_new(struct arena *ar, size_t hdr, size_t need, bool mai
   h->reg = reg;
   h->fence = NULL;
   h->first = NULL;
+  h->extend_cap = 0;
   account(ar, &h->reg, (ptrdiff_t)reg.committed);
   ar->n_heaps++;
   return h;
@@ -172,9 +173,17 @@ static int grow_in_place(struct arena *ar, size_t nb) {
   if (ar != &main_arena && want > mp.heap_max) return -1;
   if (want > h->reg.reserved) {
     if (ar != &main_arena) return -1;
-    size_t more = padded - h->reg.reserved;
-    if (more < h->reg.reserved) more = h->reg.reserved; /* double the reservation */
-    if (region_extend(&h->reg, more) != 0 && region_extend(&h->reg, want - h->reg.reserved) != 0) return -1;
+    size_t need = want - h->reg.reserved, more = padded - h->reg.reserved;
+    if (more < h->reg.reserved) more = h->reg.reserved; /* double the reservation... */
+    /* ...but no larger than what has a chance to fit: without the bound, a
+       heap that met another mapping tried the doubling again at every
+       growth (115 failed mmaps on the way to 2 GB) */
+    if (h->extend_cap && more > h->extend_cap) more = h->extend_cap > need ? h->extend_cap : need;
+    if (region_extend(&h->reg, more) != 0) {
+      if (more == need) return -1;
+      h->extend_cap = more / 2;
+      if (region_extend(&h->reg, need) != 0) return -1;
+    }
   }
   if (padded > h->reg.reserved) padded = h->reg.reserved;
   if (ar != &main_arena && padded > mp.heap_max) padded = mp.heap_max;

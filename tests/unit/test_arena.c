@@ -514,3 +514,51 @@ Test(arena, drained_sealed_heap_is_released) {
   cr_assert(d.contents_ok, "blocks in the other heaps kept their contents");
   check_all_arenas();
 }
+
+/* ================================================================ growth in place */
+
+/* Fixed mappings that would cover the page at `obstacle` fail, as they do
+   when another mapping sits there, above the main heap; every failed
+   extension of the heap (this one's, or the kernel's own when something
+   else sits closer) is recorded.  */
+static char *obstacle;
+static struct heap *grown;
+static size_t failed_len[64];
+static int nfailed;
+static void *(*real_map)(void *, size_t, enum hp_prot, unsigned, size_t);
+static void *map_below_obstacle(void *addr, size_t len, enum hp_prot prot, unsigned flags, size_t huge) {
+  void *p = NULL;
+  if (!(flags & HP_MAP_FIXED_NOREPLACE) || (char *)addr > obstacle || (char *)addr + len <= obstacle)
+    p = real_map(addr, len, prot, flags, huge);
+  else
+    errno = EEXIST;
+  if (!p && (char *)addr == grown->reg.base + grown->reg.reserved && nfailed < 64) failed_len[nfailed++] = len;
+  return p;
+}
+
+/* Once an extension of the main heap's reservation did not fit, the next
+   ones ask for half as much, not the same doubling again at every growth
+   (115 failed mmaps on the way to a 2 GB heap).  */
+Test(arena, main_heap_extension_backs_off_when_the_space_above_is_taken) {
+  hp_ensure_init();
+  (void)hpt_malloc(100);
+  struct heap *h = main_arena.heap;
+  cr_assert_not_null(h);
+  grown = h;
+  size_t reserved = h->reg.reserved;
+  obstacle = h->reg.base + reserved + (16u << 20);
+  real_map = hp_kernel.map;
+  hp_kernel.map = map_below_obstacle;
+  /* blocks under the mmap threshold, until the heap reaches 12 MiB past
+     its first reservation or moves to a new heap (the space above it was
+     shorter than the obstacle's distance) */
+  while (main_arena.heap == h && h->reg.reserved < reserved + (12u << 20)) cr_assert_not_null(hpt_malloc(60000));
+  hp_kernel.map = real_map;
+  cr_assert_gt(nfailed, 0, "a doubling met the obstacle");
+  /* a doubling that did not fit, then halves, then the bare need: each
+     failure asks for less than the one before */
+  for (int i = 1; i < nfailed; i++)
+    cr_assert_lt(failed_len[i], failed_len[i - 1], "failed extension %d asked for %zu bytes after %zu", i,
+                 failed_len[i], failed_len[i - 1]);
+  cr_assert_eq(hpmalloc_check_heap(), 0);
+}
