@@ -7,10 +7,10 @@
  *             arena's fastbin, small bin and unsorted exact fits first
  *             (bins.c stashes them), chunks carved off the larger chunk it
  *             splits (one that holds a batch of the class, when the arena
- *             has one, rather than the best fit), then, for a small bin whose request came off top,
- *             chunks carved off top (a large class carved off top would
- *             leave holes in the heap when its chunks go back: measured on
- *             the realloc workload);
+ *             has one, rather than the best fit), then, for a small bin
+ *             whose request came off top, chunks carved off top (a large
+ *             class carved off top would leave holes in the heap when its
+ *             chunks go back: measured on the realloc workload);
  *   overflow  the bin gives its most recent half back, grouped by arena:
  *             one lock per arena per batch, so chunks another thread
  *             allocated (larson, producer/consumer) cost one lock per batch,
