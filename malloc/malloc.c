@@ -172,7 +172,7 @@ static const char double_free_msg[] = "free(): double free detected in tcache 2"
    key (a double free, or a coincidence), or the bin is full.  */
 __attribute__((noinline)) static void free_small_slow(struct chunk *c, size_t tidx) {
   struct tc_entry *e = (struct tc_entry *)chunk2mem(c);
-  if (e->key == hp_tcache_key) tcache_double_free_scan(e, tidx, double_free_msg);
+  if (e->key == hp_tcache_key) tcache_fatal_if_cached(e, tidx, double_free_msg);
   if (hp_self.bins[tidx].count < hp_self.bins[tidx].cap) {
     tcache_check_neighbours(c);
     tcache_put(c, tidx);
@@ -195,7 +195,7 @@ __attribute__((noinline)) static void free_to_cache_or_arena(struct chunk *c, si
   }
   /* a cached chunk carries the key, whether or not this bin has room */
   struct tc_entry *e = (struct tc_entry *)chunk2mem(c);
-  if (HP_UNLIKELY(e->key == hp_tcache_key)) tcache_double_free_scan(e, tidx, double_free_msg);
+  if (HP_UNLIKELY(e->key == hp_tcache_key)) tcache_fatal_if_cached(e, tidx, double_free_msg);
   if (hp_self.bins[tidx].count < hp_self.bins[tidx].cap) {
     tcache_check_neighbours(c);
     tcache_put(c, tidx);
@@ -340,7 +340,7 @@ static void realloc_check_freed(const struct chunk *c, size_t oldsize) {
   const struct tc_entry *e = (const struct tc_entry *)chunk2mem(c);
   if (HP_UNLIKELY(e->key == hp_tcache_key) && hp_self.on) {
     size_t tidx = tcache_bin_of(oldsize);
-    if (tidx != TC_BINS) tcache_double_free_scan(e, tidx, "realloc(): invalid pointer");
+    if (tidx != TC_BINS) tcache_fatal_if_cached(e, tidx, "realloc(): invalid pointer");
   }
 }
 

@@ -67,7 +67,7 @@ static size_t bins_in_use(void) { return mp.tcache_bins + mp.tcache_large_bins; 
 
 /* e carries the key: either a block freed already or a coincidence.  Scan
    the bin; found, it is fatal with `msg`.  */
-void tcache_double_free_scan(const struct tc_entry *e, size_t tidx, const char *msg) {
+void tcache_fatal_if_cached(const struct tc_entry *e, size_t tidx, const char *msg) {
   size_t n = 0;
   for (struct tc_entry *t = hp_self.bins[tidx].head; t; t = (struct tc_entry *)reveal_ptr(&t->next, t->next)) {
     if (n++ == hp_self.bins[tidx].count) hp_fatal("free(): too many chunks detected in tcache");

@@ -121,7 +121,7 @@ static inline size_t tcache_bin_of(size_t csz) {
 
 /* e carries the key: a block freed already, found in bin tidx (hp_fatal
    with msg), or a coincidence.  */
-HP_INTERNAL void tcache_double_free_scan(const struct tc_entry *e, size_t tidx, const char *msg);
+HP_INTERNAL void tcache_fatal_if_cached(const struct tc_entry *e, size_t tidx, const char *msg);
 
 /* Push in-use chunk c on bin tidx (the caller checked room).  */
 static inline void tcache_put(struct chunk *c, size_t tidx) {
