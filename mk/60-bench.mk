@@ -53,6 +53,15 @@ bench-firsttouch: $(BUILD)/bench/touch
 	@python3 bench/run-bench.py --firsttouch --build $(BUILD) --reps $(or $(REPS),3) --mib $(or $(FT_MIB),1024) \
 	  $(if $(FT_IDLE),--idle $(FT_IDLE)) $(if $(BENCH_OUT),--out $(BENCH_OUT))
 
+# What the report concludes from given runs (make check; nothing is
+# timed): the seed check's verdict and the bootstrap interval it rests on,
+# on made-up runs.  tests/bench/test_report.py.
+.PHONY: check-bench
+check-bench:
+	@python3 tests/bench/test_report.py
+
+CHECK_TARGETS += check-bench
+
 # Malloc microbenchmarks (not part of `make check`): bench/malloc-small.c
 # (single thread, LIFO and batch patterns) and bench/malloc-churn.c (two
 # threads, cross-thread frees), each under glibc and under hpmalloc

@@ -1,0 +1,104 @@
+"""The report logic of bench/run-bench.py on made-up runs: the seed check's
+verdict and the bootstrap interval it rests on.  No timing is measured
+here; only what the report concludes from given numbers.  MIT licence.
+
+    python3 tests/bench/test_report.py      (make check-bench)
+"""
+import importlib.util
+import os
+import random
+import unittest
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+spec = importlib.util.spec_from_file_location("run_bench", os.path.join(TOP, "bench", "run-bench.py"))
+rb = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(rb)
+
+CONTS = [("glibc-h0", "glibc h0", None, {}), ("a", "A", None, {}), ("b", "B", None, {})]
+WLS = [("w1", "tlb", ["true"], {}), ("w2", "tlb", ["true"], {})]
+
+
+def runs(times, state="cold"):
+    return [{"ok": True, "wall_s": t, "cpu_s": t, "mem_mb": 1.0, "rss_mb": 1.0, "hugetlb_mb": 0.0,
+             "huge_pct": 0.0, "state": state} for t in times]
+
+
+def results(a, b, base=(4.0, 4.1, 3.9, 4.0, 4.2)):
+    """Both workloads: glibc's times `base`, contender a's and b's as given."""
+    return {w[0]: {"glibc-h0": runs(base), "a": runs(a), "b": runs(b)} for w in WLS}
+
+
+class PairInterval(unittest.TestCase):
+    def test_equal_spreads_are_not_separated(self):
+        r = results([2.0, 2.6, 1.7, 2.4, 2.1], [2.1, 2.5, 1.8, 2.3, 2.0])
+        iv = rb.pair_interval(r, "a", "b", WLS, "speedup", random.Random(1))
+        self.assertLess(iv[1], 1.0)
+        self.assertGreater(iv[2], 1.0)
+        self.assertFalse(rb.separated(iv))
+
+    def test_a_twice_as_fast_is_separated(self):
+        r = results([1.0, 1.05, 0.95, 1.02, 0.98], [2.0, 2.1, 1.9, 2.05, 1.95])
+        ratio, lo, hi = rb.pair_interval(r, "a", "b", WLS, "speedup", random.Random(1))
+        self.assertAlmostEqual(ratio, 2.0, delta=0.01)
+        self.assertGreater(lo, 1.5)
+        self.assertTrue(rb.separated((ratio, lo, hi)))
+        # the other way round: b is half as fast
+        ratio, lo, hi = rb.pair_interval(r, "b", "a", WLS, "speedup", random.Random(1))
+        self.assertAlmostEqual(ratio, 0.5, delta=0.01)
+        self.assertLess(hi, 1.0)
+
+    def test_cpu_time_is_its_own_measure(self):
+        r = results([1.0] * 5, [1.0] * 5)
+        for w in r.values():
+            for x in w["a"]:
+                x["cpu_s"] = 0.5
+        self.assertAlmostEqual(rb.pair_interval(r, "a", "b", WLS, "cpu_speedup", random.Random(1))[0], 2.0)
+        self.assertAlmostEqual(rb.pair_interval(r, "a", "b", WLS, "speedup", random.Random(1))[0], 1.0)
+
+    def test_missing_runs_give_no_interval(self):
+        r = results([1.0] * 5, [1.0] * 5)
+        r["w2"]["b"] = []
+        self.assertIsNone(rb.pair_interval(r, "a", "b", WLS, "speedup", random.Random(1)))
+        self.assertFalse(rb.separated(None))
+
+
+class SeedCheck(unittest.TestCase):
+    def verdict(self, first, second):
+        check = {"seed": 2, "runs": second}
+        return rb.seed_check(first, check, CONTS, WLS, 0.05)
+
+    def test_a_flip_within_the_noise_is_a_tie(self):
+        # a 10% faster in pass 1, b 10% faster in pass 2, each inside a spread of +-30%
+        noisy = [1.0, 1.3, 0.7, 1.25, 0.75]
+        first = results([x * 2.0 for x in noisy], [x * 2.2 for x in noisy])
+        second = results([x * 2.2 for x in noisy], [x * 2.0 for x in noisy])
+        lines = self.verdict(first, second)
+        self.assertIn("the rankings agree beyond the runs' spread (by the 5% rule alone they disagree)", lines[0])
+        self.assertIn("tied within the runs' spread: A vs B", lines[0])
+        self.assertTrue(any(x.startswith("| cold | wall time | A vs B |") for x in lines))
+
+    def test_a_flip_beyond_the_noise_disagrees(self):
+        tight = [1.0, 1.01, 0.99, 1.0, 1.0]
+        first = results([x * 2.0 for x in tight], [x * 2.4 for x in tight])
+        second = results([x * 2.4 for x in tight], [x * 2.0 for x in tight])
+        lines = self.verdict(first, second)
+        self.assertIn("the rankings DISAGREE:", lines[0])
+        self.assertIn("cold by wall time DISAGREE", lines[0])
+
+    def test_the_same_order_agrees_without_a_table(self):
+        tight = [1.0, 1.01, 0.99, 1.0, 1.0]
+        first = results([x * 2.0 for x in tight], [x * 2.4 for x in tight])
+        second = results([x * 2.1 for x in tight], [x * 2.5 for x in tight])
+        lines = self.verdict(first, second)
+        self.assertIn("the rankings agree:", lines[0])
+        self.assertFalse(any("| pair |" in x for x in lines))
+
+    def test_the_report_is_the_same_for_the_same_runs(self):
+        noisy = [1.0, 1.3, 0.7, 1.25, 0.75]
+        first = results([x * 2.0 for x in noisy], [x * 2.2 for x in noisy])
+        second = results([x * 2.2 for x in noisy], [x * 2.0 for x in noisy])
+        self.assertEqual(self.verdict(first, second), self.verdict(first, second))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
