@@ -13,7 +13,9 @@ through bench/workloads/hpb-run (wall and CPU time from wait4, peak RSS,
 AnonHugePages and HugetlbPages sampled from /proc).  Each run starts in a
 stated memory state (bench/memstate.py): the TLB group warm and cold, each
 state its own tables, the other groups warm.  --seed-check runs the TLB
-group again with the next seed and says whether the rankings agree.
+group again with the next seed and says whether the rankings agree (a
+pair the passes order differently disagrees only when a pass separates it
+beyond its runs' spread: a bootstrap interval of their ratio).
 Writes OUT/latest.md (also printed), OUT/latest.json and OUT/latest.svg.
 As root it raises the hugetlb pool for the hugetlb=2 and large-page
 contenders and restores it afterwards.  Measures; never asserts.
