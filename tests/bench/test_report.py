@@ -62,43 +62,41 @@ class PairInterval(unittest.TestCase):
         self.assertFalse(rb.separated(None))
 
 
+NOISY = [1.0, 1.3, 0.7, 1.25, 0.75]  # a spread of +-30% around the median
+TIGHT = [1.0, 1.01, 0.99, 1.0, 1.0]
+
+
+def two_passes(spread, a1, b1, a2, b2):
+    """The first pass's and the second's results: a and b at these medians, each with the spread."""
+    return (results([x * a1 for x in spread], [x * b1 for x in spread]),
+            results([x * a2 for x in spread], [x * b2 for x in spread]))
+
+
 class SeedCheck(unittest.TestCase):
-    def verdict(self, first, second):
-        check = {"seed": 2, "runs": second}
-        return rb.seed_check(first, check, CONTS, WLS, 0.05)
+    def verdict(self, passes):
+        first, second = passes
+        return rb.seed_check(first, {"seed": 2, "runs": second}, CONTS, WLS, 0.05)
 
     def test_a_flip_within_the_noise_is_a_tie(self):
-        # a 10% faster in pass 1, b 10% faster in pass 2, each inside a spread of +-30%
-        noisy = [1.0, 1.3, 0.7, 1.25, 0.75]
-        first = results([x * 2.0 for x in noisy], [x * 2.2 for x in noisy])
-        second = results([x * 2.2 for x in noisy], [x * 2.0 for x in noisy])
-        lines = self.verdict(first, second)
+        # a 10% faster in pass 1, b 10% faster in pass 2, each inside the noise
+        lines = self.verdict(two_passes(NOISY, 2.0, 2.2, 2.2, 2.0))
         self.assertIn("the rankings agree beyond the runs' spread (by the 5% rule alone they disagree)", lines[0])
         self.assertIn("tied within the runs' spread: A vs B", lines[0])
         self.assertTrue(any(x.startswith("| cold | wall time | A vs B |") for x in lines))
 
     def test_a_flip_beyond_the_noise_disagrees(self):
-        tight = [1.0, 1.01, 0.99, 1.0, 1.0]
-        first = results([x * 2.0 for x in tight], [x * 2.4 for x in tight])
-        second = results([x * 2.4 for x in tight], [x * 2.0 for x in tight])
-        lines = self.verdict(first, second)
+        lines = self.verdict(two_passes(TIGHT, 2.0, 2.4, 2.4, 2.0))
         self.assertIn("the rankings DISAGREE:", lines[0])
         self.assertIn("cold by wall time DISAGREE", lines[0])
 
     def test_the_same_order_agrees_without_a_table(self):
-        tight = [1.0, 1.01, 0.99, 1.0, 1.0]
-        first = results([x * 2.0 for x in tight], [x * 2.4 for x in tight])
-        second = results([x * 2.1 for x in tight], [x * 2.5 for x in tight])
-        lines = self.verdict(first, second)
+        lines = self.verdict(two_passes(TIGHT, 2.0, 2.4, 2.1, 2.5))
         self.assertIn("the rankings agree:", lines[0])
         self.assertFalse(any("| pair |" in x for x in lines))
 
     def test_the_report_is_the_same_for_the_same_runs(self):
-        noisy = [1.0, 1.3, 0.7, 1.25, 0.75]
-        first = results([x * 2.0 for x in noisy], [x * 2.2 for x in noisy])
-        second = results([x * 2.2 for x in noisy], [x * 2.0 for x in noisy])
-        self.assertEqual(self.verdict(first, second), self.verdict(first, second))
-
+        passes = two_passes(NOISY, 2.0, 2.2, 2.2, 2.0)
+        self.assertEqual(self.verdict(passes), self.verdict(passes))
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
