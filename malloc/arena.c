@@ -148,7 +148,10 @@ void arena_thread_register(void) {
   if (key_ready) pthread_setspecific(thread_key, &hp_self);
 }
 
-static void bind_thread(struct arena *ar) { hp_self.arena = ar; }
+static void bind_thread(struct arena *ar) {
+  hp_self.arena = ar;
+  hp_self.home = arena_home_tag(ar);
+}
 
 /* The arena the calling thread allocates from, the first time (later
    calls find it in hp_self: arena_of_thread).  */
@@ -189,7 +192,7 @@ struct arena *arena_retry(const struct arena *ar) {
 
 void arena_thread_detach(void) {
   struct arena *ar = hp_self.arena;
-  hp_self.arena = NULL;
+  bind_thread(NULL);
   if (!ar) return;
   list_lock();
   if (ar->attached_threads && --ar->attached_threads == 0) {

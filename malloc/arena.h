@@ -78,6 +78,12 @@ static inline struct arena *arena_for_chunk(const struct chunk *c) {
   return chunk_main_arena(c) ? &main_arena : heap_for_ptr(c)->ar;
 }
 static inline struct chunk *bin_at(struct arena *ar, unsigned i) { return &ar->bins[i]; }
+/* What identifies ar's chunks to free's fast path: 0 for the main arena
+   (its chunks' headers say so), the arena's address for another (found
+   from the chunk's heap), 1 for none (a thread not bound yet).  */
+static inline uintptr_t arena_home_tag(const struct arena *ar) {
+  return ar == NULL ? 1 : ar == &main_arena ? 0 : (uintptr_t)ar;
+}
 static inline size_t arena_flag(const struct arena *ar) { return ar == &main_arena ? 0 : NON_MAIN_ARENA; }
 
 /* No locking while the process has one thread (as glibc); and while a

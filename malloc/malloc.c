@@ -166,14 +166,25 @@ __attribute__((noinline)) static void *malloc_slow(size_t n) {
   return p;
 }
 
+/* Is chunk c (header `head`) of an arena other than this thread's?  For
+   the main arena's thread, the header alone says.  */
+static inline bool tcache_is_foreign(const struct chunk *c, size_t head) {
+  uintptr_t tag = (head & NON_MAIN_ARENA) ? (uintptr_t)heap_for_ptr(c)->ar : 0;
+  return tag != hp_self.home;
+}
+
 static const char double_free_msg[] = "free(): double free detected in tcache 2";
 
-/* A chunk whose small bin free's fast path could not use: it carries the
-   key (a double free, or a coincidence), or the bin is full.  */
-__attribute__((noinline)) static void free_small_slow(struct chunk *c, size_t tidx) {
+/* Free in-use chunk c for bin tidx, which free's inline path left: it
+   carries the key (a double free, or a coincidence), it is another
+   arena's (tcache.h, "Whose chunks"), or the bin is full.  */
+__attribute__((noinline)) static void free_to_bin(struct chunk *c, size_t tidx) {
+  /* a cached chunk carries the key, whether or not this bin has room */
   struct tc_entry *e = (struct tc_entry *)chunk2mem(c);
-  if (e->key == hp_tcache_key) tcache_fatal_if_cached(e, tidx, double_free_msg);
-  if (hp_self.bins[tidx].count < hp_self.bins[tidx].cap) {
+  if (HP_UNLIKELY(e->key == hp_tcache_key)) tcache_fatal_if_cached(e, tidx, double_free_msg);
+  if (tcache_is_foreign(c, c->size)) {
+    tcache_foreign(c);
+  } else if (hp_self.bins[tidx].count < hp_self.bins[tidx].cap) {
     tcache_check_neighbours(c);
     tcache_put(c, tidx);
   } else {
@@ -181,9 +192,9 @@ __attribute__((noinline)) static void free_small_slow(struct chunk *c, size_t ti
   }
 }
 
-/* Free in-use heap chunk c of `size` (checked): into its bin of the cache,
-   for the sizes free's inline path leaves (large classes, a full bin),
-   else into its arena.  */
+/* Free in-use heap chunk c of `size` (checked): into the cache, for the
+   sizes free's inline path leaves (large classes, a full bin), else into
+   its arena.  */
 __attribute__((noinline)) static void free_to_cache_or_arena(struct chunk *c, size_t size) {
   size_t tidx = tcache_bin_of(size);
   if (tidx == TC_BINS || !hp_self.on) {
@@ -193,15 +204,7 @@ __attribute__((noinline)) static void free_to_cache_or_arena(struct chunk *c, si
       int_free(arena_for_chunk(c), c);
     return;
   }
-  /* a cached chunk carries the key, whether or not this bin has room */
-  struct tc_entry *e = (struct tc_entry *)chunk2mem(c);
-  if (HP_UNLIKELY(e->key == hp_tcache_key)) tcache_fatal_if_cached(e, tidx, double_free_msg);
-  if (hp_self.bins[tidx].count < hp_self.bins[tidx].cap) {
-    tcache_check_neighbours(c);
-    tcache_put(c, tidx);
-  } else {
-    tcache_overflow(c, tidx);
-  }
+  free_to_bin(c, tidx);
 }
 
 /* Free chunk c, whose header says its arena holds it free already: a
@@ -275,13 +278,13 @@ HP_EXPORT void HP_API(free)(void *p) {
       size_t tidx = csize2tidx(size);
       if (HP_LIKELY(tidx < mp.tcache_bins)) {
         /* a cached chunk carries the key, whether or not this bin has room */
-        const struct tc_entry *e = (const struct tc_entry *)p;
-        const struct tc_bin *b = &hp_self.bins[tidx];
-        if (HP_LIKELY(e->key != hp_tcache_key && b->count < b->cap)) {
-          tcache_put(c, tidx);
+        struct tc_entry *e = (struct tc_entry *)p;
+        struct tc_bin *b = &hp_self.bins[tidx];
+        if (HP_LIKELY(e->key != hp_tcache_key && !tcache_is_foreign(c, head) && b->count < b->cap)) {
+          tcache_push(b, e);
           return;
         }
-        free_small_slow(c, tidx);
+        free_to_bin(c, tidx);
         return;
       }
       free_to_cache_or_arena(c, size);

@@ -66,11 +66,17 @@ size_t tc_bin_size(size_t tidx) {
 static size_t bins_in_use(void) { return mp.tcache_bins + mp.tcache_large_bins; }
 
 /* e carries the key: either a block freed already or a coincidence.  Scan
-   the bin; found, it is fatal with `msg`.  */
+   the bin and the foreign list; found, it is fatal with `msg`.  */
 void tcache_fatal_if_cached(const struct tc_entry *e, size_t tidx, const char *msg) {
   size_t n = 0;
   for (struct tc_entry *t = hp_self.bins[tidx].head; t; t = (struct tc_entry *)reveal_ptr(&t->next, t->next)) {
     if (n++ == hp_self.bins[tidx].count) hp_fatal("free(): too many chunks detected in tcache");
+    if (!aligned_ok((uintptr_t)t)) hp_fatal("free(): unaligned chunk detected in tcache 2");
+    if (t == e) hp_fatal(msg);
+  }
+  n = 0;
+  for (struct tc_entry *t = hp_self.foreign; t; t = (struct tc_entry *)reveal_ptr(&t->next, t->next)) {
+    if (n++ == hp_self.foreign_count) hp_fatal("free(): too many chunks detected in tcache");
     if (!aligned_ok((uintptr_t)t)) hp_fatal("free(): unaligned chunk detected in tcache 2");
     if (t == e) hp_fatal(msg);
   }
@@ -273,8 +279,27 @@ static void flush_bin(size_t tidx, size_t k) {
   free_by_arena(list, false);
 }
 
+/* Take the foreign list off the thread and append it, unmangled and
+   without the key, to the list ending at *tail.  */
+static struct tc_entry **detach_foreign(struct tc_entry **tail) {
+  size_t n = 0;
+  for (struct tc_entry *e = hp_self.foreign, *next; e; e = next) {
+    if (!aligned_ok((uintptr_t)e)) hp_fatal("malloc(): unaligned tcache chunk detected");
+    if (n++ == hp_self.foreign_count) hp_fatal("free(): too many chunks detected in tcache");
+    next = (struct tc_entry *)reveal_ptr(&e->next, e->next);
+    e->key = 0;
+    e->next = NULL;
+    *tail = e;
+    tail = &e->next;
+  }
+  hp_self.foreign = NULL;
+  hp_self.foreign_count = 0;
+  hp_self.foreign_bytes = 0;
+  return tail;
+}
+
 static void flush_all(void) {
-  struct tc_entry *list = NULL, **tail = &list;
+  struct tc_entry *list = NULL, **tail = detach_foreign(&list);
   for (size_t i = 0; i < TC_BINS; i++) tail = detach(i, hp_self.bins[i].count, tail);
   free_by_arena(list, true);
 }
@@ -382,12 +407,30 @@ void tcache_overflow(struct chunk *c, size_t tidx) {
   slow_event();
 }
 
+/* Chunk c is of another arena than the thread's (tcache.h, "Whose
+   chunks"): checked as a cached chunk is, it joins the foreign list, and
+   a full list goes home.  */
+void tcache_foreign(struct chunk *c) {
+  tcache_check_neighbours(c);
+  struct tc_entry *e = (struct tc_entry *)chunk2mem(c);
+  e->key = hp_tcache_key;
+  e->next = (struct tc_entry *)protect_ptr(&e->next, hp_self.foreign);
+  hp_self.foreign = e;
+  hp_self.foreign_bytes += chunksize(c);
+  if (++hp_self.foreign_count < TC_FOREIGN_BATCH && hp_self.foreign_bytes < TC_FOREIGN_BYTES) return;
+  struct tc_entry *list = NULL;
+  detach_foreign(&list);
+  free_by_arena(list, false);
+  slow_event();
+}
+
 /* ------------------------------------------------------------------ threads */
 
 /* First allocation of a thread: switch its cache on and list it.  */
 void tcache_thread_start(void) {
   if (hp_self.state != HP_THREAD_NEW) return;
   hp_self.state = HP_THREAD_ACTIVE;
+  hp_self.home = arena_home_tag(hp_self.arena);
   hp_self.on = !hp_vg && !(mp.tcache_fixed && mp.tcache_count == 0) && bins_in_use() > 0;
   if (hp_self.on)
     caps_start();
@@ -443,6 +486,8 @@ void tcache_totals(size_t *count, size_t *bytes) {
       n += c;
       b += c * tc_bin_size(i);
     }
+    n += __atomic_load_n(&t->foreign_count, __ATOMIC_RELAXED);
+    b += __atomic_load_n(&t->foreign_bytes, __ATOMIC_RELAXED);
   }
   if (lk) pthread_mutex_unlock(&hp_list_lock);
   *count = n;

@@ -24,7 +24,18 @@
  * nothing); every TC_GC_EVENTS slow-path events a pass gives back three
  * quarters of what stayed unused in each bin since the last pass (its
  * low-water mark) and lowers its cap as much.  Refills and flushes move
- * many chunks per arena lock.  */
+ * many chunks per arena lock.
+ *
+ * Whose chunks.  The bins take only chunks of the thread's own arena
+ * (hp_self.home says which: arena_home_tag).  A block another thread
+ * allocated goes on the thread's foreign list instead -- safe-linked and
+ * keyed as a bin is, so a second free of it is caught at the call -- and
+ * the list goes home by the batch (TC_FOREIGN_BATCH chunks or
+ * TC_FOREIGN_BYTES, one lock per arena).  So a thread reuses only memory
+ * its own arena handed out, and two threads' blocks do not end up side by
+ * side in one cache line: on larson, where each thread inherits the
+ * other's blocks every round, caching them cost 20% more CPU time than
+ * sending them home (malloc/README.md).  */
 #ifndef HP_TCACHE_H
 #define HP_TCACHE_H
 
@@ -42,9 +53,11 @@ enum {
   TC_MAX_CHUNK = 1 << TC_LARGE_MAX_LOG,                                    /* 32768 */
   TC_LARGE_BINS = (TC_LARGE_MAX_LOG - TC_LARGE_MIN_LOG) << TC_LARGE_SHIFT, /* 40 */
   TC_BINS = TC_SMALL_BINS + TC_LARGE_BINS,
-  TC_GC_EVENTS = 256,       /* slow-path events between two passes of the cache's gc */
-  TC_PROBE_EVERY = 8,       /* an arena whose flushes merge still parks one flush in this many */
-  TC_PARK_WINDOW = 1 << 22, /* chunks an arena's flushes parked after which its record halves */
+  TC_GC_EVENTS = 256,         /* slow-path events between two passes of the cache's gc */
+  TC_PROBE_EVERY = 8,         /* an arena whose flushes merge still parks one flush in this many */
+  TC_PARK_WINDOW = 1 << 22,   /* chunks an arena's flushes parked after which its record halves */
+  TC_FOREIGN_BATCH = 64,      /* the foreign list goes home at this many chunks... */
+  TC_FOREIGN_BYTES = 1 << 16, /* ...or this many bytes */
 };
 
 struct tc_entry {
@@ -64,14 +77,18 @@ struct arena;
 
 struct hp_thread {
   struct tc_bin bins[TC_BINS];
-  bool on;             /* the cache is on: false before the thread's first call, under valgrind,
+  bool on;                  /* the cache is on: false before the thread's first call, under valgrind,
                           with tcache_count=0, and after the thread's cache was flushed for good */
-  bool filling;        /* inside a refill: bins.c carves split chunks into the bin too */
-  unsigned events;     /* slow-path events (misses, overflows) since the last gc pass */
-  size_t cap_bytes;    /* sum over the bins of cap * class size: what the caps let the cache hold */
-  struct arena *arena; /* arena this thread allocates from */
-  int state;           /* HP_THREAD_NEW, _ACTIVE, _DONE */
-  bool in_fork;        /* this thread holds every arena lock for fork(): lock nothing */
+  bool filling;             /* inside a refill: bins.c carves split chunks into the bin too */
+  unsigned events;          /* slow-path events (misses, overflows) since the last gc pass */
+  size_t cap_bytes;         /* sum over the bins of cap * class size: what the caps let the cache hold */
+  struct arena *arena;      /* arena this thread allocates from */
+  uintptr_t home;           /* arena_home_tag(arena): the chunks the bins take (tcache.h) */
+  struct tc_entry *foreign; /* other arenas' chunks on their way home, safe-linked, with the key */
+  size_t foreign_count;     /* chunks on that list */
+  size_t foreign_bytes;     /* and their bytes */
+  int state;                /* HP_THREAD_NEW, _ACTIVE, _DONE */
+  bool in_fork;             /* this thread holds every arena lock for fork(): lock nothing */
   /* Guarded by hp_list_lock: the list of every thread's state, for the statistics.  */
   struct hp_thread *next_thread, **prev_next;
 };
@@ -122,15 +139,18 @@ static inline size_t tcache_bin_of(size_t csz) {
 /* e carries the key: a block freed already, found in bin tidx (hp_fatal
    with msg), or a coincidence.  */
 HP_INTERNAL void tcache_fatal_if_cached(const struct tc_entry *e, size_t tidx, const char *msg);
+HP_INTERNAL void tcache_foreign(struct chunk *c);
 
-/* Push in-use chunk c on bin tidx (the caller checked room).  */
-static inline void tcache_put(struct chunk *c, size_t tidx) {
-  struct tc_bin *b = &hp_self.bins[tidx];
-  struct tc_entry *e = (struct tc_entry *)chunk2mem(c);
+/* Push in-use chunk e on bin b (the caller checked room).  */
+static inline void tcache_push(struct tc_bin *b, struct tc_entry *e) {
   e->key = hp_tcache_key;
   e->next = (struct tc_entry *)protect_ptr(&e->next, b->head);
   b->head = e;
   b->count++;
+}
+/* Push in-use chunk c on bin tidx (the caller checked room).  */
+static inline void tcache_put(struct chunk *c, size_t tidx) {
+  tcache_push(&hp_self.bins[tidx], (struct tc_entry *)chunk2mem(c));
 }
 
 /* Pop from non-empty bin tidx.  */

@@ -290,7 +290,7 @@ struct batch {
 static void *alloc_batch(void *arg) {
   struct batch *b = arg;
   for (int i = 0; i < 20; i++) {
-    b->big[i] = hpt_malloc(2000);  /* above the tcache */
+    b->big[i] = hpt_malloc(2000);  /* a large class of the tcache */
     b->small[i] = hpt_malloc(200); /* tcache-sized */
   }
   b->ar = hp_self.arena;
@@ -303,8 +303,9 @@ Test(arena, blocks_freed_by_another_thread_go_home) {
   run_thread(alloc_batch, &b);
   cr_assert_neq(b.ar, &main_arena);
   for (int i = 0; i < 20; i++) hpt_free(b.big[i]);
-  for (int i = 0; i < 20; i++) hpt_free(b.small[i]); /* they land in this thread's cache */
-  cr_assert_eq(hp_self.bins[csize2tidx(request2size(200))].count, 20);
+  for (int i = 0; i < 20; i++) hpt_free(b.small[i]);
+  cr_assert_eq(hp_self.bins[csize2tidx(request2size(200))].count, 0, "not into this thread's bins");
+  cr_assert_eq(hp_self.foreign_count, 40, "but on its way home, on the foreign list");
   check_all_arenas();
   tcache_flush();
   arena_lock(b.ar);

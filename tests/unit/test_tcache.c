@@ -309,9 +309,10 @@ Test(tcache, double_free_of_a_block_inside_a_run_is_caught) {
   expect_abort(do_double_free_inside_a_run, "double free or corruption (!prev)");
 }
 
-/* Blocks another thread allocated: the overflow parks them unmerged in
-   their arena's fastbins, where that arena's next refill takes them back
-   by the batch.  */
+/* Blocks another thread allocated go home, not into the freeing thread's
+   bins: on its foreign list until TC_FOREIGN_BATCH of them are there, then
+   parked unmerged in their arena's fastbins, where that arena's next
+   refill takes them back by the batch.  */
 struct foreign {
   void *p[80];
   struct arena *ar;
@@ -324,21 +325,113 @@ static void *alloc_foreign(void *arg) {
   return NULL;
 }
 
-Test(tcache, overflow_parks_another_arenas_chunks) {
-  tunables("hpmalloc.tcache_bytes=8192");
-  static struct foreign f;
+static void alloc_in_a_thread(struct foreign *f) {
+  hp_ensure_init(); /* this thread has the main arena, the other another */
   pthread_t th;
-  cr_assert_eq(pthread_create(&th, NULL, alloc_foreign, &f), 0);
+  cr_assert_eq(pthread_create(&th, NULL, alloc_foreign, f), 0);
   cr_assert_eq(pthread_join(th, NULL), 0);
-  cr_assert_neq(f.ar, &main_arena);
+  cr_assert_neq(f->ar, &main_arena);
+}
+
+static bool is_foreign_block(const struct foreign *f, const void *q) {
+  for (int i = 0; i < 80; i++)
+    if (f->p[i] == q) return true;
+  return false;
+}
+
+Test(tcache, another_arenas_blocks_go_home_by_the_batch) {
+  static struct foreign f;
+  alloc_in_a_thread(&f);
   struct tc_bin *bin = bin_of(200);
-  size_t size = request2size(200);
+  size_t size = request2size(200), c0 = bin->count, parked0 = fastbin_length(f.ar, size);
   for (int i = 0; i < 80; i++) hpt_free(f.p[i]);
-  size_t parked = fastbin_length(f.ar, size);
-  cr_assert_gt(parked, 0, "the overflows parked the thread's chunks in its arena's fastbins");
-  cr_assert_eq(parked + bin->count, 80, "every block is in the bin or parked");
+  cr_assert_eq(bin->count, c0, "no block of another arena went into the bin");
+  cr_assert_eq(fastbin_length(f.ar, size) - parked0, TC_FOREIGN_BATCH, "a full list went home, parked");
+  cr_assert_eq(hp_self.foreign_count, 80 - TC_FOREIGN_BATCH, "the rest wait on the foreign list");
+  cr_assert_eq(hp_self.foreign_bytes, (80 - TC_FOREIGN_BATCH) * size);
   cr_assert_eq(fastbin_length(&main_arena, size), 0);
+  for (int i = 0; i < 40; i++) cr_assert_not(is_foreign_block(&f, hpt_malloc(200)), "this thread reuses none of them");
   check_all_arenas();
+}
+
+static void *alloc_big(void *arg) {
+  void **p = arg;
+  for (int i = 0; i < 8; i++) p[i] = hpt_malloc(20000);
+  return NULL;
+}
+
+Test(tcache, another_arenas_large_blocks_go_home_by_the_bytes) {
+  hp_ensure_init();
+  static void *p[8];
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, alloc_big, p), 0);
+  cr_assert_eq(pthread_join(th, NULL), 0);
+  size_t nb = request2size(20000), tidx = tcache_class(&nb), c0 = hp_self.bins[tidx].count;
+  size_t fit = (TC_FOREIGN_BYTES - 1) / nb; /* blocks the list holds below its byte bound */
+  cr_assert_lt(fit, 8);
+  for (size_t i = 0; i < fit; i++) hpt_free(p[i]);
+  cr_assert_eq(hp_self.foreign_count, fit);
+  cr_assert_eq(hp_self.foreign_bytes, fit * nb);
+  hpt_free(p[fit]);
+  cr_assert_eq(hp_self.foreign_count, 0, "the byte bound sent the list home");
+  cr_assert_eq(hp_self.bins[tidx].count, c0, "none went into the bin");
+  check_all_arenas();
+  for (size_t i = fit + 1; i < 8; i++) hpt_free(p[i]);
+}
+
+Test(tcache, another_arenas_blocks_on_their_way_home_count_as_free) {
+  static struct foreign f;
+  alloc_in_a_thread(&f);
+  size_t n0, b0;
+  tcache_totals(&n0, &b0);
+  struct mallinfo2 m0 = hpt_mallinfo2();
+  for (int i = 0; i < 10; i++) hpt_free(f.p[i]);
+  size_t n1, b1, bytes = 10 * request2size(200);
+  tcache_totals(&n1, &b1);
+  struct mallinfo2 m1 = hpt_mallinfo2();
+  cr_assert_eq(n1, n0 + 10);
+  cr_assert_eq(b1, b0 + bytes);
+  cr_assert_eq(m0.uordblks - m1.uordblks, bytes, "no longer in use");
+  cr_assert_eq(m1.fordblks - m0.fordblks, bytes, "but free");
+  hpt_malloc_trim(0);
+  cr_assert_eq(hp_self.foreign_count, 0, "malloc_trim sent them home");
+  cr_assert_null(hp_self.foreign);
+  check_all_arenas();
+  for (int i = 10; i < 80; i++) hpt_free(f.p[i]);
+}
+
+/* In a child: no Criterion assertion there.  */
+static void alloc_in_a_thread_or_exit(struct foreign *f) {
+  hp_ensure_init(); /* this thread has the main arena, the other another */
+  pthread_t th;
+  if (pthread_create(&th, NULL, alloc_foreign, f) != 0 || pthread_join(th, NULL) != 0) _exit(5);
+  if (f->ar == &main_arena) _exit(6);
+}
+
+static void do_double_free_foreign(void) {
+  static struct foreign f;
+  alloc_in_a_thread_or_exit(&f);
+  hpt_free(f.p[3]);
+  hpt_free(f.p[4]);
+  hpt_free(f.p[3]);
+  _exit(3);
+}
+
+Test(tcache, double_free_of_another_arenas_block_is_caught) {
+  expect_abort(do_double_free_foreign, "free(): double free detected in tcache 2");
+}
+
+static void do_realloc_foreign_after_free(void) {
+  static struct foreign f;
+  alloc_in_a_thread_or_exit(&f);
+  hpt_free(f.p[3]);
+  void *q = hpt_realloc(f.p[3], 300);
+  (void)q;
+  _exit(3);
+}
+
+Test(tcache, realloc_of_another_arenas_freed_block_is_caught) {
+  expect_abort(do_realloc_foreign_after_free, "realloc(): invalid pointer");
 }
 
 /* Own small chunks: an overflow parks them on the fastbins while the
