@@ -225,52 +225,86 @@ static void run_add(struct arena *ar, struct run *r, struct chunk *c) {
   r->len = size;
 }
 
-/* Free every chunk on the list into its arena: one lock per arena, the
-   chunks of the first arena on the list first.  With `merge` (a thread
-   that exits, malloc_trim, the gc) each is freed as free() would.  Else
-   (what an overflowing bin gives back) another arena's small chunks are
-   parked unmerged in its fastbins, where its owner's next refill of their
-   size takes them back by the batch, so a cross-thread free stays cheap
-   for both threads; and the thread's own arena's small ones are parked or
-   merged at once as flush_parks says.  */
-static void free_by_arena(struct tc_entry *list, bool merge) {
-  while (list) {
-    struct arena *ar = arena_for_chunk(mem2chunk(list));
-    bool lk = arena_lock_if_needed(ar), own = ar == hp_self.arena;
-    /* the largest chunk that goes on a fastbin unmerged; the rest are
-       freed as free() would (`merge`) or merged */
-    size_t park_max = merge || !mp.max_fast ? 0 : !own ? FASTBIN_MAX_CHUNK : flush_parks(ar) ? mp.max_fast : 0;
-    size_t parked = 0;
-    /* runs, unless perturb bytes are to overwrite the headers inside */
-    bool runs = !merge && !mp.perturb;
-    struct run run = { NULL, 0 };
-    struct fast_chain chain = { NULL, NULL, 0 };
-    vg_enter();
-    for (struct tc_entry **pp = &list; *pp;) {
-      struct tc_entry *e = *pp;
-      struct chunk *c = mem2chunk(e);
-      if (arena_for_chunk(c) != ar) {
-        pp = &e->next;
-        continue;
-      }
-      *pp = e->next;
-      if (chunksize(c) <= park_max) {
-        fastbin_chain_add(ar, &chain, c);
-        parked++;
-      } else if (runs) {
-        run_add(ar, &run, c);
-      } else if (merge) {
-        int_free_locked(ar, c);
-      } else {
-        int_free_merge(ar, c);
-      }
-    }
-    run_end(ar, &run);
-    fastbin_chain_push(ar, &chain);
-    vg_leave();
-    if (own) ar->flush_parked += parked;
-    arena_unlock_if(ar, lk);
+/* Chunks a flush parks on an arena's fastbins: a chain per fastbin, each
+   pushed with one atomic operation, so a list of mixed sizes (the foreign
+   list) costs one per size, not one per chunk.  */
+struct park {
+  struct fast_chain chain[NFASTBINS];
+  uint64_t used; /* bit i: chain[i] holds chunks */
+  size_t n;
+};
+_Static_assert(NFASTBINS <= 64, "a bit per fastbin");
+
+static void park_add(struct arena *ar, struct park *pk, struct chunk *c) {
+  unsigned i = fastbin_index(chunksize(c));
+  if (!(pk->used & (UINT64_C(1) << i))) {
+    pk->chain[i].first = NULL;
+    pk->used |= UINT64_C(1) << i;
   }
+  fastbin_chain_add(ar, &pk->chain[i], c);
+  pk->n++;
+}
+
+static void park_push(struct arena *ar, struct park *pk) {
+  for (uint64_t u = pk->used; u; u &= u - 1) fastbin_chain_push(ar, &pk->chain[__builtin_ctzll(u)]);
+  pk->used = 0;
+}
+
+/* Free every chunk of ar on *list (taking them off it) into ar.  With
+   `merge` (a thread that exits, malloc_trim, the gc) each is freed as
+   free() would.  Else (a flush) another arena's small chunks are parked
+   unmerged in its fastbins, where its owner's next refill of their size
+   takes them back by the batch, so a cross-thread free stays cheap for
+   both threads; parking takes no lock (a fastbin push is atomic), so a
+   flush of them alone leaves the owner's lock alone.  The thread's own
+   arena's small ones are parked or merged at once as flush_parks says.  */
+static void free_into(struct arena *ar, struct tc_entry **list, bool merge) {
+  bool own = ar == hp_self.arena, lk = false, locked = own || merge || !mp.max_fast;
+  if (locked) lk = arena_lock_if_needed(ar);
+  /* the largest chunk that goes on a fastbin unmerged; the rest are
+     freed as free() would (`merge`) or merged */
+  size_t park_max = merge || !mp.max_fast ? 0 : !own ? FASTBIN_MAX_CHUNK : flush_parks(ar) ? mp.max_fast : 0;
+  /* runs, unless perturb bytes are to overwrite the headers inside */
+  bool runs = !merge && !mp.perturb;
+  struct run run = { NULL, 0 };
+  struct park park;
+  park.used = 0;
+  park.n = 0;
+  vg_enter();
+  for (struct tc_entry **pp = list; *pp;) {
+    struct tc_entry *e = *pp;
+    struct chunk *c = mem2chunk(e);
+    if (arena_for_chunk(c) != ar) {
+      pp = &e->next;
+      continue;
+    }
+    *pp = e->next;
+    if (chunksize(c) <= park_max) {
+      park_add(ar, &park, c);
+      continue;
+    }
+    if (!locked) {
+      lk = arena_lock_if_needed(ar);
+      locked = true;
+    }
+    if (runs)
+      run_add(ar, &run, c);
+    else if (merge)
+      int_free_locked(ar, c);
+    else
+      int_free_merge(ar, c);
+  }
+  run_end(ar, &run);
+  park_push(ar, &park);
+  vg_leave();
+  if (own) ar->flush_parked += park.n;
+  arena_unlock_if(ar, lk);
+}
+
+/* Free every chunk on the list into its arena: one arena at a time, the
+   first arena on the list first (free_into).  */
+static void free_by_arena(struct tc_entry *list, bool merge) {
+  while (list) free_into(arena_for_chunk(mem2chunk(list)), &list, merge);
 }
 
 static void flush_bin(size_t tidx, size_t k) {

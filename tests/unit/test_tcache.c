@@ -354,6 +354,32 @@ Test(tcache, another_arenas_blocks_go_home_by_the_batch) {
   check_all_arenas();
 }
 
+static void *alloc_mixed(void *arg) {
+  void **p = arg;
+  for (int i = 0; i < TC_FOREIGN_BATCH; i++) p[i] = hpt_malloc(i % 3 == 0 ? 40 : i % 3 == 1 ? 300 : 1000);
+  return NULL;
+}
+
+/* A foreign list of mixed sizes parks each block on its own size's
+   fastbin (a chain per size).  */
+Test(tcache, another_arenas_blocks_of_mixed_sizes_park_by_size) {
+  hp_ensure_init();
+  static void *p[TC_FOREIGN_BATCH];
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, alloc_mixed, p), 0);
+  cr_assert_eq(pthread_join(th, NULL), 0);
+  struct arena *ar = arena_for_chunk(mem2chunk(p[0]));
+  cr_assert_neq(ar, &main_arena);
+  size_t s40 = request2size(40), s300 = request2size(300), s1000 = request2size(1000);
+  size_t n40 = fastbin_length(ar, s40), n300 = fastbin_length(ar, s300), n1000 = fastbin_length(ar, s1000);
+  for (int i = 0; i < TC_FOREIGN_BATCH; i++) hpt_free(p[i]);
+  cr_assert_eq(hp_self.foreign_count, 0, "the full list went home");
+  cr_assert_eq(fastbin_length(ar, s40) - n40, (TC_FOREIGN_BATCH + 2) / 3);
+  cr_assert_eq(fastbin_length(ar, s300) - n300, (TC_FOREIGN_BATCH + 1) / 3);
+  cr_assert_eq(fastbin_length(ar, s1000) - n1000, TC_FOREIGN_BATCH / 3);
+  check_all_arenas();
+}
+
 static void *alloc_big(void *arg) {
   void **p = arg;
   for (int i = 0; i < 8; i++) p[i] = hpt_malloc(20000);
