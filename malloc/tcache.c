@@ -237,6 +237,7 @@ _Static_assert(NFASTBINS <= 64, "a bit per fastbin");
 
 static void park_add(struct arena *ar, struct park *pk, struct chunk *c) {
   unsigned i = fastbin_index(chunksize(c));
+  if (i >= NFASTBINS) hp_fatal("invalid fastbin entry (free)"); /* a size the flush's caller let by */
   if (!(pk->used & (UINT64_C(1) << i))) {
     pk->chain[i].first = NULL;
     pk->used |= UINT64_C(1) << i;
