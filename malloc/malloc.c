@@ -280,9 +280,15 @@ HP_EXPORT void HP_API(free)(void *p) {
         /* a cached chunk carries the key, whether or not this bin has room */
         struct tc_entry *e = (struct tc_entry *)p;
         struct tc_bin *b = &hp_self.bins[tidx];
-        if (HP_LIKELY(e->key != hp_tcache_key && !tcache_is_foreign(c, head) && b->count < b->cap)) {
-          tcache_push(b, e);
-          return;
+        if (HP_LIKELY(e->key != hp_tcache_key)) {
+          if (HP_UNLIKELY(tcache_is_foreign(c, head))) {
+            tcache_foreign(c);
+            return;
+          }
+          if (HP_LIKELY(b->count < b->cap)) {
+            tcache_push(b, e);
+            return;
+          }
         }
         free_to_bin(c, tidx);
         return;
