@@ -34,8 +34,8 @@
  * TC_FOREIGN_BYTES, one lock per arena).  So a thread reuses only memory
  * its own arena handed out, and two threads' blocks do not end up side by
  * side in one cache line: on larson, where each thread inherits the
- * other's blocks every round, caching them cost 20% more CPU time than
- * sending them home (malloc/README.md).  */
+ * other's blocks every round, caching them cost a quarter more CPU time
+ * than sending them home (malloc/README.md, "Whose chunks").  */
 #ifndef HP_TCACHE_H
 #define HP_TCACHE_H
 
