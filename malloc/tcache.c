@@ -27,7 +27,8 @@
  *   gc        every TC_GC_EVENTS misses and overflows, each bin gives back
  *             three quarters of the chunks it never dipped into since the
  *             last pass (its low-water mark) and lowers its cap as much;
- *             a bin nobody uses drains to nothing.
+ *             a bin nobody uses drains to nothing; the foreign list goes
+ *             home whole.
  * With glibc.malloc.tcache_count set, caps are that count, fixed, and there
  * is no growth and no gc: glibc's tcache.
  *
@@ -345,9 +346,10 @@ static void flush_all(void) {
    little when the pass is short against its traffic.  */
 static void gc(void) {
   hp_self.events = 0;
-  if (mp.tcache_fixed) return;
-  struct tc_entry *list = NULL, **tail = &list;
-  for (size_t i = 0; i < bins_in_use(); i++) {
+  /* the foreign list goes home too: a thread that stopped freeing other
+     threads' blocks holds none of them for long */
+  struct tc_entry *list = NULL, **tail = detach_foreign(&list);
+  for (size_t i = 0; i < bins_in_use() && !mp.tcache_fixed; i++) {
     struct tc_bin *b = &hp_self.bins[i];
     size_t idle = b->busy ? 0 : b->low, k = idle - idle / 4;
     b->busy = 0;

@@ -571,6 +571,19 @@ Test(tcache, gc_drains_an_idle_bin_and_lowers_its_cap) {
   check_all_arenas();
 }
 
+Test(tcache, gc_sends_the_foreign_list_home) {
+  tunables("hpmalloc.tcache_bytes=16384");
+  static struct foreign f;
+  alloc_in_a_thread(&f);
+  for (int i = 0; i < 10; i++) hpt_free(f.p[i]);
+  cr_assert_eq(hp_self.foreign_count, 10);
+  churn_other_bin(400); /* gc passes; no other thread's block is freed meanwhile */
+  cr_assert_eq(hp_self.foreign_count, 0, "a gc pass sent the list home");
+  cr_assert_null(hp_self.foreign);
+  check_all_arenas();
+  for (int i = 10; i < 80; i++) hpt_free(f.p[i]);
+}
+
 Test(tcache, gc_keeps_a_bin_in_use) {
   tunables("hpmalloc.tcache_bytes=16384");
   enum { N = 12 };
