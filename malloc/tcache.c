@@ -66,21 +66,24 @@ size_t tc_bin_size(size_t tidx) {
 
 static size_t bins_in_use(void) { return mp.tcache_bins + mp.tcache_large_bins; }
 
+/* Is e on the safe-linked list from head, which holds `count` entries?
+   A list longer than that, or an entry out of alignment, is fatal.  */
+static bool on_list(const struct tc_entry *e, struct tc_entry *head, size_t count) {
+  size_t n = 0;
+  for (struct tc_entry *t = head; t; t = (struct tc_entry *)reveal_ptr(&t->next, t->next)) {
+    if (n++ == count) hp_fatal("free(): too many chunks detected in tcache");
+    if (!aligned_ok((uintptr_t)t)) hp_fatal("free(): unaligned chunk detected in tcache 2");
+    if (t == e) return true;
+  }
+  return false;
+}
+
 /* e carries the key: either a block freed already or a coincidence.  Scan
    the bin and the foreign list; found, it is fatal with `msg`.  */
 void tcache_fatal_if_cached(const struct tc_entry *e, size_t tidx, const char *msg) {
-  size_t n = 0;
-  for (struct tc_entry *t = hp_self.bins[tidx].head; t; t = (struct tc_entry *)reveal_ptr(&t->next, t->next)) {
-    if (n++ == hp_self.bins[tidx].count) hp_fatal("free(): too many chunks detected in tcache");
-    if (!aligned_ok((uintptr_t)t)) hp_fatal("free(): unaligned chunk detected in tcache 2");
-    if (t == e) hp_fatal(msg);
-  }
-  n = 0;
-  for (struct tc_entry *t = hp_self.foreign; t; t = (struct tc_entry *)reveal_ptr(&t->next, t->next)) {
-    if (n++ == hp_self.foreign_count) hp_fatal("free(): too many chunks detected in tcache");
-    if (!aligned_ok((uintptr_t)t)) hp_fatal("free(): unaligned chunk detected in tcache 2");
-    if (t == e) hp_fatal(msg);
-  }
+  if (on_list(e, hp_self.bins[tidx].head, hp_self.bins[tidx].count) ||
+      on_list(e, hp_self.foreign, hp_self.foreign_count))
+    hp_fatal(msg);
 }
 
 /* ------------------------------------------------------------------ caps */

@@ -412,6 +412,7 @@ Test(tcache, another_arenas_blocks_on_their_way_home_count_as_free) {
   tcache_totals(&n0, &b0);
   struct mallinfo2 m0 = hpt_mallinfo2();
   for (int i = 0; i < 10; i++) hpt_free(f.p[i]);
+  cr_assert_eq(hp_self.foreign_count, 10, "on the foreign list, not in the bin");
   size_t n1, b1, bytes = 10 * request2size(200);
   tcache_totals(&n1, &b1);
   struct mallinfo2 m1 = hpt_mallinfo2();
