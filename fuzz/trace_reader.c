@@ -42,7 +42,8 @@ static void check_consistent(const struct hpm_trace *t, size_t len) {
   for (size_t i = 0; i < t->nchunks; i++) {
     const struct hpm_chunk_info *c = &t->chunks[i];
     if (c->first_event != next || c->first_event + c->nevents > t->nev) fail("chunk's events out of range");
-    if (c->thread == 0) fail("chunk of thread 0 accepted");
+    /* FORMAT.md: a maps chunk is of thread 0, every other chunk of a thread >= 1 */
+    if ((c->thread == 0) != (c->kind == HPM_CHUNK_MAPS)) fail("chunk of the wrong thread accepted");
     next += c->nevents;
   }
   if (next != t->nev) fail("chunks do not cover the events");

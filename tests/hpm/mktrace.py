@@ -119,6 +119,8 @@ def main():
         data = header() + c.encode()
     elif kind == "stack-chunk-v1":  # a stack chunk in a version 1 trace
         data = header() + other_chunk(b"HPMS", 1, 1, stack_record(1, [0x401000]))
+    elif kind == "maps-thread":     # a maps chunk of thread 1 (FORMAT.md: thread 0)
+        data = header(version=2, depth=8) + other_chunk(b"HPMM", 1, 0, b"00400000-00500000 r-xp 0 0:0 0 /x\n")
     elif kind == "zero-stack":      # stack id 0 behind the STACK flag
         c = Chunk(1)
         c.raw(bytes([0x90, 0x01, 0x0A, 0x00]))

@@ -429,7 +429,7 @@ T "$HPM" reencode "$W/mkst.hpmt" "$W/re.hpmt"
 check "a version 2 trace from the independent writer (mktrace.py) re-encodes byte-exact" cmp -s "$W/mkst.hpmt" "$W/re.hpmt"
 check "mktrace stacks: 2 stacks (one defined after its use), 600 bytes on them, no file: object+offset" test "$(T "$HPM" analyze --stacks --json "$W/mkst.hpmt" | python3 -c \
   'import json,sys; d=json.load(sys.stdin)["stacks"]; print(d["distinct"], sum(s["bytes"] for s in d["top_count"]), d["top_count"][0]["site"]["function"])')" = "2 600 prog+0xfff"
-for k in stack-flag-v1 stack-chunk-v1 zero-stack; do
+for k in stack-flag-v1 stack-chunk-v1 zero-stack maps-thread; do
   $MK $k "$W/$k.hpmt"; bad "hostile: $k" "$W/$k.hpmt" "byte offset [0-9]"
 done
 usage_error "record --stacks=0" "bad value for --stacks: '0' (expected an integer from 1 to 256)" record --stacks=0 -o x -- true

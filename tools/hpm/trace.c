@@ -421,6 +421,7 @@ static int64_t scan_chunks(const unsigned char *b, size_t len, struct hpm_trace 
     if (plen > HPM_MAX_PAYLOAD) return fail(err, errlen, off + 4, "chunk payload length %u too large", plen);
     if ((uint64_t)plen > len - off - HPM_CHUNK_HDR) break; /* truncated */
     if (thread == 0 && kind != HPM_CHUNK_MAPS) return fail(err, errlen, off + 8, "chunk of thread 0");
+    if (thread != 0 && kind == HPM_CHUNK_MAPS) return fail(err, errlen, off + 8, "maps chunk of thread %u", thread);
     if ((uint64_t)n * 2 > plen) return fail(err, errlen, off + 12, "event count %u cannot fit in %u bytes", n, plen);
     if (kind == HPM_CHUNK_MAPS && n) return fail(err, errlen, off + 12, "maps chunk with a count of %u", n);
     if (kind != HPM_CHUNK_EVENTS && (hpm_get_u64(h + 16) || hpm_get_u64(h + 24)))
