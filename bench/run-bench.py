@@ -314,7 +314,19 @@ def summarize(results, conts, wls):
                 # (7zz: its rating per CPU usage, R/U)
                 d["cpu_speedup"] = (d["mips_ru"] / base["mips_ru"] if metric == "mips" else
                                     base["cpu_s"] / d["cpu_s"] if d["cpu_s"] else None)
+                if metric != "mips" and c[0] != "glibc-h0":
+                    cell_intervals(results, wname, c[0], d)
     return s
+
+
+def cell_intervals(results, wname, cont, d):
+    """The 95% bootstrap interval of cont's speed-up over glibc h0 on one workload, by wall and by CPU time
+    (d["speedup_ci"], d["cpu_speedup_ci"]: [low, high]); seeded by the cell, so the same runs give the same
+    report."""
+    for key in ("speedup", "cpu_speedup"):
+        iv = pair_interval(results, cont, "glibc-h0", [(wname,)], key, random.Random("%s/%s/%s" % (wname, cont, key)))
+        if iv:
+            d[key + "_ci"] = [iv[1], iv[2]]
 
 
 def goals(s, wls, conts, key="speedup"):
@@ -523,6 +535,17 @@ def state_tables(sec, conts):
     def value(key):
         return lambda d, w: fmt(d.get(key))
 
+    def ratio_cell(key):
+        # the speed-up and, where runs allow, its 95% bootstrap interval
+        def cell(d, w):
+            iv = d.get(key + "_ci")
+            return "%s (%s–%s)" % (fmt(d.get(key)), fmt(iv[0]), fmt(iv[1])) if iv and d.get(key) else fmt(d.get(key))
+        return cell
+
+    interval_note = ("In parentheses: the 95%% bootstrap interval of the speed-up (each contender's runs of the "
+                     "workload resampled %d times); an interval that holds 1.00 does not tell the contender from "
+                     "glibc h0 beyond the runs' spread." % BOOT_N)
+
     def time_cell(d, w):
         if not d.get("value"):
             return "failed" if d.get("failed") else "–"
@@ -544,7 +567,9 @@ def state_tables(sec, conts):
     L.append("")
     L.append("### Speed-up against glibc hugetlb=0 (same run)")
     L.append("")
-    L += table(value("speedup"), "speedup")
+    L.append(interval_note)
+    L.append("")
+    L += table(ratio_cell("speedup"), "speedup")
     L.append("")
     tlb = [w for w in wls if any(s[w[0]][c[0]].get("prog_walk_s") for c in conts)]
     if tlb:
@@ -562,7 +587,9 @@ def state_tables(sec, conts):
     L.append("")
     L += table(value("cpu_s"))
     L.append("")
-    L += table(value("cpu_speedup"), "cpu_speedup")
+    L.append(interval_note)
+    L.append("")
+    L += table(ratio_cell("cpu_speedup"), "cpu_speedup")
     L.append("")
     L.append("### Peak memory: RSS + hugetlb MB (huge-page coverage at the peak)")
     L.append("")

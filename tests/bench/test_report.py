@@ -98,5 +98,39 @@ class SeedCheck(unittest.TestCase):
         passes = two_passes(NOISY, 2.0, 2.2, 2.2, 2.0)
         self.assertEqual(self.verdict(passes), self.verdict(passes))
 
+class CellIntervals(unittest.TestCase):
+    """summarize: every speed-up cell over glibc h0 carries its own bootstrap interval."""
+
+    def summary(self, a, b):
+        return rb.summarize(results(a, b), CONTS, WLS)["w1"]
+
+    def test_a_clear_win_excludes_one_and_a_tie_holds_it(self):
+        s = self.summary([x * 2.0 for x in TIGHT], [x * 4.0 for x in NOISY])
+        lo, hi = s["a"]["speedup_ci"]
+        self.assertAlmostEqual(s["a"]["speedup"], 2.0, delta=0.05)
+        self.assertTrue(1.5 < lo <= s["a"]["speedup"] <= hi < 2.5)
+        lo, hi = s["b"]["cpu_speedup_ci"]
+        self.assertTrue(lo < 1.0 < hi)
+
+    def test_cpu_and_wall_are_resampled_apart(self):
+        r = results([1.0] * 5, [1.0] * 5)
+        for x in r["w1"]["a"]:
+            x["cpu_s"] = 2.0
+        a = rb.summarize(r, CONTS, WLS)["w1"]["a"]
+        self.assertAlmostEqual(a["speedup_ci"][0], 4.0, delta=0.3)
+        self.assertAlmostEqual(a["cpu_speedup_ci"][1], 2.0, delta=0.15)
+
+    def test_glibc_itself_and_a_rating_get_none(self):
+        s = self.summary(TIGHT, TIGHT)
+        self.assertNotIn("speedup_ci", s["glibc-h0"])
+        wls = [("w1", "real", ["true"], {"metric": "mips"})]
+        r = {"w1": {c: [dict(x, mips=100.0, mips_ru=100.0) for x in runs(TIGHT)] for c in ("glibc-h0", "a", "b")}}
+        self.assertNotIn("speedup_ci", rb.summarize(r, CONTS, wls)["w1"]["a"])
+
+    def test_the_same_runs_give_the_same_interval(self):
+        a, b = [x * 2.0 for x in NOISY], NOISY
+        self.assertEqual(self.summary(a, b)["a"]["speedup_ci"], self.summary(a, b)["a"]["speedup_ci"])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
