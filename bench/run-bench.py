@@ -353,8 +353,11 @@ def goals(s, wls, conts, key="speedup"):
             if g is None:
                 continue
             ok = g >= 1 and worst[0] >= 1 / 1.10
-            out.append("Small objects, %s vs glibc h0: geometric mean %sx, slowest %s %sx (goal: >= 1.00x, none "
-                       "more than 10%% slower, i.e. >= 0.91x): %s" % (m, fmt(g), worst[1], fmt(worst[0]), verdict(ok)))
+            iv = s[worst[1]][m].get(key + "_ci")
+            out.append("Small objects, %s vs glibc h0: geometric mean %sx, slowest %s %sx%s (goal: >= 1.00x, none "
+                       "more than 10%% slower, i.e. >= 0.91x): %s" % (
+                           m, fmt(g), worst[1], fmt(worst[0]),
+                           " (95%% interval %s–%s)" % (fmt(iv[0]), fmt(iv[1])) if iv else "", verdict(ok)))
             if "mi" in names:
                 gm = geomean([rel(w, m, "mi") for w in by["small"]])
                 out.append("  gap to mimalloc: %s is %sx mimalloc's speed (geometric mean)" % (m, fmt(gm)))

@@ -127,6 +127,15 @@ class CellIntervals(unittest.TestCase):
         r = {"w1": {c: [dict(x, mips=100.0, mips_ru=100.0) for x in runs(TIGHT)] for c in ("glibc-h0", "a", "b")}}
         self.assertNotIn("speedup_ci", rb.summarize(r, CONTS, wls)["w1"]["a"])
 
+    def test_the_small_goal_names_the_slowest_workloads_interval(self):
+        conts = [("glibc-h0", "glibc h0", None, {}), ("hpm-h0", "hpmalloc h0", None, {})]
+        wls = [("s1", "small", ["true"], {}), ("s2", "small", ["true"], {})]
+        r = {"s1": {"glibc-h0": runs([4.0] * 5), "hpm-h0": runs([2.0] * 5)},
+             "s2": {"glibc-h0": runs([4.0, 4.4, 3.6, 4.2, 3.8]), "hpm-h0": runs([4.0, 4.4, 3.6, 4.2, 3.8])}}
+        line = rb.goals(rb.summarize(r, conts, wls), wls, conts)[0]
+        self.assertIn("slowest s2 1.00x (95% interval 0.", line)
+        self.assertRegex(line, r"interval 0\.\d\d–1\.\d\d\)")
+
     def test_the_same_runs_give_the_same_interval(self):
         a, b = [x * 2.0 for x in NOISY], NOISY
         self.assertEqual(self.summary(a, b)["a"]["speedup_ci"], self.summary(a, b)["a"]["speedup_ci"])
