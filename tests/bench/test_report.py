@@ -136,6 +136,17 @@ class CellIntervals(unittest.TestCase):
         self.assertIn("slowest s2 1.00x (95% interval 0.", line)
         self.assertRegex(line, r"interval 0\.\d\d–1\.\d\d\)")
 
+    def test_the_build_phase_has_its_table(self):
+        r = results([1.0] * 5, [2.0] * 5)
+        for w in r.values():
+            for c, t in (("glibc-h0", 3.0), ("a", 1.0), ("b", 1.5)):
+                for x in w[c]:
+                    x.update(prog_build_s=t, prog_walk_s=t / 3)
+        lines = rb.state_tables(rb.sections(r, CONTS, WLS)[0], CONTS)
+        at = lines.index("### The build phase alone (s; median) and its speed-up")
+        self.assertIn("| w1 | 3.000 (1.00x) | 1.000 (3.00x) | 1.500 (2.00x) |", lines[at:])
+        self.assertIn("| w1 | 1.00 | 4.00 (", "\n".join(lines))
+
     def test_the_same_runs_give_the_same_interval(self):
         a, b = [x * 2.0 for x in NOISY], NOISY
         self.assertEqual(self.summary(a, b)["a"]["speedup_ci"], self.summary(a, b)["a"]["speedup_ci"])
