@@ -375,6 +375,13 @@ def goals(s, wls, conts, key="speedup"):
 
     if "hpm-h1" in names:
         faster_everywhere("hpm-h1", "h1", ("glibc-h1", "je-thp"))
+        if "je-thp" in names and key == "speedup":
+            # issue 12: the build phase (timed in the program) within 10% of jemalloc thp's
+            r = [(s[w]["hpm-h1"]["prog_build_s"] / s[w]["je-thp"]["prog_build_s"], w) for w in by["tlb"]
+                 if s[w].get("hpm-h1", {}).get("prog_build_s") and s[w].get("je-thp", {}).get("prog_build_s")]
+            if r:
+                out.append("Build phase, hpmalloc h1 within 10%% of jemalloc thp on every TLB workload: %s (%s)" % (
+                    verdict(all(x <= 1.10 for x, _ in r)), ", ".join("%s %sx its time" % (w, fmt(x)) for x, w in r)))
         x = rel("graph-2t", "hpm-h1", "glibc-h1")
         if x:
             out.append("Multi-threaded object graph, hpmalloc h1 vs glibc h1: %sx (goal >= 1.25x): %s" % (

@@ -147,6 +147,17 @@ class CellIntervals(unittest.TestCase):
         self.assertIn("| w1 | 3.000 (1.00x) | 1.000 (3.00x) | 1.500 (2.00x) |", lines[at:])
         self.assertIn("| w1 | 1.00 | 4.00 (", "\n".join(lines))
 
+    def test_the_build_phase_goal_against_jemalloc(self):
+        conts = [("glibc-h0", "glibc h0", None, {}), ("hpm-h1", "hpmalloc h1", None, {}),
+                 ("je-thp", "jemalloc thp", None, {})]
+        for hpm, verdict in ((1.05, "**met**"), (1.15, "**missed**")):
+            r = {w[0]: {c: [dict(x, prog_build_s=t) for x in runs(TIGHT)]
+                        for c, t in (("glibc-h0", 3.0), ("hpm-h1", hpm), ("je-thp", 1.0))} for w in WLS}
+            line = [g for g in rb.goals(rb.summarize(r, conts, WLS), WLS, conts) if g.startswith("Build phase")]
+            self.assertEqual(len(line), 1)
+            self.assertIn(verdict, line[0])
+            self.assertIn("w1 %.2fx its time" % hpm, line[0])
+
     def test_the_same_runs_give_the_same_interval(self):
         a, b = [x * 2.0 for x in NOISY], NOISY
         self.assertEqual(self.summary(a, b)["a"]["speedup_ci"], self.summary(a, b)["a"]["speedup_ci"])
