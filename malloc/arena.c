@@ -8,10 +8,10 @@
  * robin, preferring one whose lock is free.
  *
  * fork: the prepare handler takes stdio's list lock first, then the list
- * lock and every arena lock, so that a thread holding stdio's lock while it
- * waits in malloc cannot deadlock against the forking thread (glibc's own
- * fork takes stdio's lock after the atfork handlers, then its malloc locks:
- * same order).  The child re-initialises the locks and keeps only the
+ * lock and every arena lock (each with its inbox's lock), so that a
+ * thread holding stdio's lock while it waits in malloc cannot deadlock
+ * against the forking thread (glibc's own fork takes stdio's lock after
+ * the atfork handlers, then its malloc locks: same order).  The child re-initialises the locks and keeps only the
  * forking thread's arena attached.  */
 #include "arena.h"
 
@@ -219,14 +219,20 @@ static void fork_prepare(void) {
   if (hp_single_threaded() || hp_initialized != 2) return;
   if (_IO_list_lock) _IO_list_lock();
   pthread_mutex_lock(&hp_list_lock);
-  for (struct arena *ar = &main_arena; ar; ar = arena_next(ar)) hp_lock(&ar->lock);
+  for (struct arena *ar = &main_arena; ar; ar = arena_next(ar)) {
+    hp_lock(&ar->lock);
+    hp_lock(&ar->inbox.lock);
+  }
   hp_self.in_fork = true;
 }
 
 static void fork_parent(void) {
   if (!hp_self.in_fork) return;
   hp_self.in_fork = false;
-  for (struct arena *ar = &main_arena; ar; ar = arena_next(ar)) hp_unlock(&ar->lock);
+  for (struct arena *ar = &main_arena; ar; ar = arena_next(ar)) {
+    hp_unlock(&ar->inbox.lock);
+    hp_unlock(&ar->lock);
+  }
   pthread_mutex_unlock(&hp_list_lock);
   if (_IO_list_unlock) _IO_list_unlock();
 }
@@ -237,6 +243,7 @@ static void fork_child(void) {
   free_list = NULL;
   for (struct arena *ar = &main_arena; ar; ar = arena_next(ar)) {
     hp_lock_init(&ar->lock);
+    hp_lock_init(&ar->inbox.lock);
     ar->attached_threads = ar == hp_self.arena ? 1 : 0;
     if (ar != hp_self.arena && ar != &main_arena) {
       ar->next_free = free_list;

@@ -30,6 +30,22 @@ struct heap {
                           larger one did not fit (the space above is taken); 0: no bound */
 };
 
+/* Small chunks of an arena that other threads freed, on their way back to
+   the arena's thread: a thread's foreign list (tcache.h, "Whose chunks")
+   goes home here, and the next refill of a thread bound to the arena
+   takes them all into its cache (tcache.c, "the inbox").  An array, not a
+   list through the chunks: the refill reads the pointers a cache line of
+   eight at a time and the chunks' headers side by side, where popping a
+   list the other CPU wrote waits on one cache miss per chunk.  Guarded by
+   its own lock, a leaf: taken with the arena's or without it, never
+   before it.  */
+enum { INBOX_SLOTS = 256 };
+struct inbox {
+  hp_lock_t lock;
+  unsigned n; /* chunks in slot[]; read without the lock as a hint */
+  struct chunk *slot[INBOX_SLOTS];
+};
+
 struct arena {
   hp_lock_t lock;
   /* Everything below is guarded by lock.  */
@@ -51,6 +67,7 @@ struct arena {
      flushes seen.  */
   size_t flush_parked, fast_merged;
   unsigned flushes;
+  struct inbox inbox; /* guarded by inbox.lock */
   /* Guarded by hp_list_lock: */
   struct arena *next;      /* all arenas, a ring starting at the main arena (see arena_next) */
   struct arena *next_free; /* arenas with no attached thread */

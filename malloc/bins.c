@@ -116,6 +116,39 @@ static void *take_chunk(struct arena *ar, struct chunk *v, size_t size, size_t n
   return chunk2mem(v);
 }
 
+/* ------------------------------------------------------------------ the inbox */
+
+size_t inbox_put(struct arena *ar, struct chunk *const *v, size_t n) {
+  struct inbox *in = &ar->inbox;
+  bool lk = arena_needs_lock();
+  if (lk) hp_lock(&in->lock);
+  size_t k = INBOX_SLOTS - in->n;
+  if (k > n) k = n;
+  memcpy(in->slot + in->n, v, k * sizeof *v);
+  __atomic_store_n(&in->n, in->n + (unsigned)k, __ATOMIC_RELAXED);
+  if (lk) hp_unlock(&in->lock);
+  /* so that malloc_consolidate runs when the arena wants larger memory */
+  if (k && !have_fast(ar)) __atomic_store_n(&ar->have_fastchunks, true, __ATOMIC_RELAXED);
+  return k;
+}
+
+size_t inbox_take(struct arena *ar, struct chunk **v) {
+  struct inbox *in = &ar->inbox;
+  bool lk = arena_needs_lock();
+  if (lk) hp_lock(&in->lock);
+  size_t n = in->n;
+  memcpy(v, in->slot, n * sizeof *v);
+  __atomic_store_n(&in->n, 0, __ATOMIC_RELAXED);
+  if (lk) hp_unlock(&in->lock);
+  return n;
+}
+
+/* A chunk taken out of the inbox: what the fastbins check of theirs.  */
+void inbox_check(const struct chunk *c) {
+  if (!aligned_ok((uintptr_t)chunk2mem(c))) hp_fatal("malloc(): unaligned fastbin chunk detected");
+  if (chunksize(c) < MINSIZE || chunksize(c) > FASTBIN_MAX_CHUNK) hp_fatal("malloc(): memory corruption (fast)");
+}
+
 /* ------------------------------------------------------------------ consolidation */
 
 /* Merge free chunk p (of size `size`, possibly preceded and followed by
@@ -154,6 +187,15 @@ static struct chunk *coalesce(struct arena *ar, struct chunk *p, size_t size) {
 void malloc_consolidate(struct arena *ar) {
   __atomic_store_n(&ar->have_fastchunks, false, __ATOMIC_RELAXED);
   size_t merged = 0;
+  if (__atomic_load_n(&ar->inbox.n, __ATOMIC_RELAXED)) {
+    struct chunk *v[INBOX_SLOTS];
+    size_t n = inbox_take(ar, v);
+    for (size_t i = 0; i < n; i++) {
+      inbox_check(v[i]);
+      coalesce(ar, v[i], chunksize(v[i]));
+    }
+    merged += n;
+  }
   for (unsigned i = 0; i < NFASTBINS; i++) {
     if (!__atomic_load_n(&ar->fastbins[i], __ATOMIC_RELAXED)) continue;
     struct chunk *p = __atomic_exchange_n(&ar->fastbins[i], NULL, __ATOMIC_ACQUIRE);

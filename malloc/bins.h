@@ -34,6 +34,15 @@ struct fast_chain {
 };
 HP_INTERNAL void fastbin_chain_add(struct arena *ar, struct fast_chain *ch, struct chunk *p);
 HP_INTERNAL void fastbin_chain_push(struct arena *ar, struct fast_chain *ch);
+/* The inbox (arena.h).  Put up to n of the small in-use chunks v[] of ar
+   in its inbox, the number it took; take every chunk out of it into v[]
+   (INBOX_SLOTS long), the number taken.  Neither needs ar's lock.  */
+HP_INTERNAL size_t inbox_put(struct arena *ar, struct chunk *const *v, size_t n);
+HP_INTERNAL size_t inbox_take(struct arena *ar, struct chunk **v);
+/* A chunk taken out of an inbox: hp_fatal unless aligned and of a small
+   size (the checks of a chunk popped off a fastbin).  */
+HP_INTERNAL void inbox_check(const struct chunk *c);
+/* Merge the chunks the fastbins and the inbox hold into the bins.  */
 HP_INTERNAL void malloc_consolidate(struct arena *ar);
 HP_INTERNAL void *int_realloc(struct arena *ar, struct chunk *old, size_t oldsize, size_t nb);
 HP_INTERNAL void *int_memalign(struct arena *ar, size_t alignment, size_t bytes);

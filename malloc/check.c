@@ -94,5 +94,16 @@ int check_arena(struct arena *ar) {
       expect(inuse(c), "hpmalloc_check_heap(): fastbin chunk marked free");
     }
   }
+  bool lk = arena_needs_lock();
+  if (lk) hp_lock(&ar->inbox.lock);
+  for (unsigned i = 0; i < ar->inbox.n; i++) {
+    const struct chunk *c = ar->inbox.slot[i];
+    expect(aligned_ok((uintptr_t)chunk2mem(c)), "hpmalloc_check_heap(): unaligned inbox chunk");
+    expect(chunksize(c) >= MINSIZE && chunksize(c) <= FASTBIN_MAX_CHUNK,
+           "hpmalloc_check_heap(): inbox chunk of a wrong size");
+    expect(arena_for_chunk(c) == ar, "hpmalloc_check_heap(): inbox chunk of another arena");
+    expect(inuse(c), "hpmalloc_check_heap(): inbox chunk marked free");
+  }
+  if (lk) hp_unlock(&ar->inbox.lock);
   return 0;
 }

@@ -29,10 +29,26 @@ struct bin_line {
   size_t from, to, total, count;
 };
 
+/* The chunks of ar's inbox (arena.h), by fastbin: they are counted as
+   the fastbins' are, free and small.  */
+static void count_inbox(struct arena *ar, size_t *cnt, size_t *bytes) {
+  bool lk = arena_needs_lock();
+  if (lk) hp_lock(&ar->inbox.lock);
+  for (unsigned i = 0; i < ar->inbox.n; i++) {
+    size_t sz = chunksize(ar->inbox.slot[i]);
+    unsigned f = fastbin_index(sz);
+    if (f >= NFASTBINS) continue; /* hpmalloc_check_heap says what is wrong */
+    cnt[f]++;
+    bytes[f] += sz;
+  }
+  if (lk) hp_unlock(&ar->inbox.lock);
+}
+
 static void count_bins(struct arena *ar, struct hp_arena_stats *st, struct bin_line *lines, size_t *nlines) {
-  size_t n = 0;
+  size_t n = 0, in_cnt[NFASTBINS] = { 0 }, in_bytes[NFASTBINS] = { 0 };
+  count_inbox(ar, in_cnt, in_bytes);
   for (unsigned i = 0; i < NFASTBINS; i++) {
-    size_t cnt = 0, bytes = 0;
+    size_t cnt = in_cnt[i], bytes = in_bytes[i];
     for (struct chunk *c = ar->fastbins[i]; c; c = reveal_ptr(&c->fd, c->fd)) {
       cnt++;
       bytes += chunksize(c);

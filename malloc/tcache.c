@@ -3,7 +3,10 @@
  * The fast paths (malloc.c) pop and push without a lock.  Everything here
  * is the slow path, run when a bin is empty on malloc or full on free:
  *
- *   refill    one arena lock serves the request and fills the bin: the
+ *   refill    first the arena's inbox, if anything is there: the small
+ *             chunks other threads freed, each into the bin of its size
+ *             (no arena lock; a refill it serves ends there); else one
+ *             arena lock serves the request and fills the bin: the
  *             arena's fastbin, small bin and unsorted exact fits first
  *             (bins.c stashes them), chunks carved off the larger chunk it
  *             splits (one that holds a batch of the class, when the arena
@@ -14,7 +17,8 @@
  *   overflow  the bin gives its most recent half back, grouped by arena:
  *             one lock per arena per batch, so chunks another thread
  *             allocated (larson, producer/consumer) cost one lock per batch,
- *             not one per free; another arena's small chunks are parked
+ *             not one per free; another arena's small chunks go to its
+ *             inbox (arena.h), or, when that is full, are parked
  *             unmerged in its fastbins (unless glibc.malloc.mxfast is 0,
  *             which switches fastbins off), where its owner's refill takes
  *             them back by the batch; the thread's own arena's small
@@ -255,12 +259,32 @@ static void park_push(struct arena *ar, struct park *pk) {
   pk->used = 0;
 }
 
+/* Another arena's small chunks a flush sends to that arena's inbox
+   (arena.h), gathered so the inbox's lock is taken once per batch; what
+   the inbox has no room for is parked.  */
+struct give {
+  struct chunk *v[TC_FOREIGN_BATCH];
+  size_t n;
+};
+
+static void give_send(struct arena *ar, struct give *g, struct park *pk) {
+  size_t k = inbox_put(ar, g->v, g->n);
+  for (size_t i = k; i < g->n; i++) park_add(ar, pk, g->v[i]);
+  g->n = 0;
+}
+
+static void give_add(struct arena *ar, struct give *g, struct park *pk, struct chunk *c) {
+  g->v[g->n++] = c;
+  if (g->n == TC_FOREIGN_BATCH) give_send(ar, g, pk);
+}
+
 /* Free every chunk of ar on *list (taking them off it) into ar.  With
    `merge` (a thread that exits, malloc_trim, the gc) each is freed as
-   free() would.  Else (a flush) another arena's small chunks are parked
-   unmerged in its fastbins, where its owner's next refill of their size
-   takes them back by the batch, so a cross-thread free stays cheap for
-   both threads; parking takes no lock (a fastbin push is atomic), so a
+   free() would.  Else (a flush) another arena's small chunks go to its
+   inbox, or are parked unmerged in its fastbins when the inbox is full,
+   where its owner's next refill takes them back by the batch, so a
+   cross-thread free stays cheap for both threads; neither takes the
+   arena's lock (the inbox has its own, a fastbin push is atomic), so a
    flush of them alone leaves the owner's lock alone.  The thread's own
    arena's small ones are parked or merged at once as flush_parks says.  */
 static void free_into(struct arena *ar, struct tc_entry **list, bool merge) {
@@ -275,6 +299,8 @@ static void free_into(struct arena *ar, struct tc_entry **list, bool merge) {
   struct park park;
   park.used = 0;
   park.n = 0;
+  struct give give;
+  give.n = 0;
   vg_enter();
   for (struct tc_entry **pp = list; *pp;) {
     struct tc_entry *e = *pp;
@@ -285,7 +311,10 @@ static void free_into(struct arena *ar, struct tc_entry **list, bool merge) {
     }
     *pp = e->next;
     if (chunksize(c) <= park_max) {
-      park_add(ar, &park, c);
+      if (own)
+        park_add(ar, &park, c);
+      else
+        give_add(ar, &give, &park, c);
       continue;
     }
     if (!locked) {
@@ -300,6 +329,7 @@ static void free_into(struct arena *ar, struct tc_entry **list, bool merge) {
       int_free_merge(ar, c);
   }
   run_end(ar, &run);
+  if (give.n) give_send(ar, &give, &park);
   park_push(ar, &park);
   vg_leave();
   if (own) ar->flush_parked += park.n;
@@ -381,9 +411,52 @@ static void fill_from_top(struct arena *ar, size_t tidx, size_t nb) {
   }
 }
 
+/* Empty the inbox of ar, the thread's arena (arena.h): each chunk into
+   the bin of its size while the bin has room; the rest parked on ar's
+   fastbins, or merged under its lock once mallopt switched fastbins off
+   (M_MXFAST 0) since they were sent.  */
+static void inbox_drain(struct arena *ar) {
+  struct chunk *v[INBOX_SLOTS];
+  size_t n = inbox_take(ar, v), rest = 0;
+  for (size_t i = 0; i < n; i++) {
+    struct chunk *c = v[i];
+    inbox_check(c);
+    size_t tidx = tcache_bin_of(chunksize(c));
+    struct tc_entry *e = (struct tc_entry *)chunk2mem(c);
+    if (tidx == TC_BINS || !tcache_room(tidx)) {
+      v[rest++] = c;
+      continue;
+    }
+    /* a chunk that went home twice: freed twice */
+    if (HP_UNLIKELY(e->key == hp_tcache_key))
+      tcache_fatal_if_cached(e, tidx, "free(): double free detected in tcache 2");
+    tcache_push(&hp_self.bins[tidx], e);
+  }
+  if (!rest) return;
+  struct park park;
+  park.used = 0;
+  park.n = 0;
+  bool park_rest = mp.max_fast != 0, lk = !park_rest && arena_lock_if_needed(ar);
+  for (size_t i = 0; i < rest; i++) {
+    if (park_rest)
+      park_add(ar, &park, v[i]);
+    else
+      int_free_merge(ar, v[i]);
+  }
+  park_push(ar, &park);
+  arena_unlock_if(ar, lk);
+}
+
 void *tcache_refill(size_t tidx, size_t nb) {
   grow(tidx);
   struct arena *ar = arena_of_thread();
+  if (__atomic_load_n(&ar->inbox.n, __ATOMIC_RELAXED)) {
+    inbox_drain(ar);
+    if (hp_self.bins[tidx].head) {
+      slow_event();
+      return tcache_get(tidx);
+    }
+  }
   bool lk = arena_lock_if_needed(ar);
   hp_self.filling = !mp.tcache_fixed;
   void *p = int_malloc(ar, nb - SIZE_SZ);

@@ -31,7 +31,9 @@
  * allocated goes on the thread's foreign list instead -- safe-linked and
  * keyed as a bin is, so a second free of it is caught at the call -- and
  * the list goes home by the batch (TC_FOREIGN_BATCH chunks or
- * TC_FOREIGN_BYTES, one lock per arena).  So a thread reuses only memory
+ * TC_FOREIGN_BYTES, one lock per arena): the small chunks into the
+ * arena's inbox (arena.h), which the next refill of a thread of that
+ * arena empties into its bins.  So a thread reuses only memory
  * its own arena handed out, and two threads' blocks do not end up side by
  * side in one cache line: on larson, where each thread inherits the
  * other's blocks every round, caching them cost a quarter more CPU time

@@ -65,6 +65,13 @@ static size_t fastbin_length(struct arena *ar, size_t csz) {
   return n;
 }
 
+/* Chunks of size csz in ar's inbox (arena.h).  */
+static size_t inbox_length(struct arena *ar, size_t csz) {
+  size_t n = 0;
+  for (unsigned i = 0; i < ar->inbox.n; i++) n += chunksize(ar->inbox.slot[i]) == csz;
+  return n;
+}
+
 /* ================================================================ defaults and classes */
 
 Test(tcache, defaults) {
@@ -311,8 +318,8 @@ Test(tcache, double_free_of_a_block_inside_a_run_is_caught) {
 
 /* Blocks another thread allocated go home, not into the freeing thread's
    bins: on its foreign list until TC_FOREIGN_BATCH of them are there, then
-   parked unmerged in their arena's fastbins, where that arena's next
-   refill takes them back by the batch.  */
+   into their arena's inbox, whence that arena's next refill takes them
+   back by the batch.  */
 struct foreign {
   void *p[80];
   struct arena *ar;
@@ -344,9 +351,12 @@ Test(tcache, another_arenas_blocks_go_home_by_the_batch) {
   alloc_in_a_thread(&f);
   struct tc_bin *bin = bin_of(200);
   size_t size = request2size(200), c0 = bin->count, parked0 = fastbin_length(f.ar, size);
+  cr_assert_eq(f.ar->inbox.n, 0);
   for (int i = 0; i < 80; i++) hpt_free(f.p[i]);
   cr_assert_eq(bin->count, c0, "no block of another arena went into the bin");
-  cr_assert_eq(fastbin_length(f.ar, size) - parked0, TC_FOREIGN_BATCH, "a full list went home, parked");
+  cr_assert_eq(f.ar->inbox.n, TC_FOREIGN_BATCH, "a full list went home, to the inbox");
+  cr_assert_eq(inbox_length(f.ar, size), TC_FOREIGN_BATCH);
+  cr_assert_eq(fastbin_length(f.ar, size), parked0, "none parked: the inbox had room");
   cr_assert_eq(hp_self.foreign_count, 80 - TC_FOREIGN_BATCH, "the rest wait on the foreign list");
   cr_assert_eq(hp_self.foreign_bytes, (80 - TC_FOREIGN_BATCH) * size);
   cr_assert_eq(fastbin_length(&main_arena, size), 0);
@@ -360,9 +370,10 @@ static void *alloc_mixed(void *arg) {
   return NULL;
 }
 
-/* A foreign list of mixed sizes parks each block on its own size's
-   fastbin (a chain per size).  */
-Test(tcache, another_arenas_blocks_of_mixed_sizes_park_by_size) {
+/* A foreign list of mixed sizes goes into the inbox whole; once the inbox
+   is full, the rest parks each block on its own size's fastbin (a chain
+   per size).  */
+Test(tcache, another_arenas_blocks_of_mixed_sizes_park_by_size_once_its_inbox_is_full) {
   hp_ensure_init();
   static void *p[TC_FOREIGN_BATCH];
   pthread_t th;
@@ -372,12 +383,128 @@ Test(tcache, another_arenas_blocks_of_mixed_sizes_park_by_size) {
   cr_assert_neq(ar, &main_arena);
   size_t s40 = request2size(40), s300 = request2size(300), s1000 = request2size(1000);
   size_t n40 = fastbin_length(ar, s40), n300 = fastbin_length(ar, s300), n1000 = fastbin_length(ar, s1000);
+  /* all but 10 slots taken */
+  static struct chunk filler[INBOX_SLOTS];
+  for (unsigned i = 0; i < INBOX_SLOTS - 10; i++) ar->inbox.slot[i] = &filler[i];
+  ar->inbox.n = INBOX_SLOTS - 10;
   for (int i = 0; i < TC_FOREIGN_BATCH; i++) hpt_free(p[i]);
   cr_assert_eq(hp_self.foreign_count, 0, "the full list went home");
-  cr_assert_eq(fastbin_length(ar, s40) - n40, (TC_FOREIGN_BATCH + 2) / 3);
-  cr_assert_eq(fastbin_length(ar, s300) - n300, (TC_FOREIGN_BATCH + 1) / 3);
-  cr_assert_eq(fastbin_length(ar, s1000) - n1000, TC_FOREIGN_BATCH / 3);
+  cr_assert_eq(ar->inbox.n, INBOX_SLOTS, "the inbox took what it had room for");
+  size_t in40 = inbox_length(ar, s40), in300 = inbox_length(ar, s300), in1000 = inbox_length(ar, s1000);
+  cr_assert_eq(in40 + in300 + in1000, 10);
+  cr_assert_eq(fastbin_length(ar, s40) - n40 + in40, (TC_FOREIGN_BATCH + 2) / 3);
+  cr_assert_eq(fastbin_length(ar, s300) - n300 + in300, (TC_FOREIGN_BATCH + 1) / 3);
+  cr_assert_eq(fastbin_length(ar, s1000) - n1000 + in1000, TC_FOREIGN_BATCH / 3);
+  ar->inbox.n = 0; /* the filler is no chunk */
   check_all_arenas();
+}
+
+/* The owner's next miss takes its inbox into its bins, without its
+   arena's lock: the blocks another thread freed come back to the thread
+   that allocated them.  */
+enum { TC_CAP_LIMIT = 8192 };
+struct owner {
+  pthread_barrier_t freed, done;
+  void *p[TC_FOREIGN_BATCH];
+  void *again;
+  struct arena *ar;
+  size_t inbox_after, count_after;
+};
+
+static void *owner_thread(void *arg) {
+  struct owner *o = arg;
+  for (int i = 0; i < TC_FOREIGN_BATCH; i++) o->p[i] = hpt_malloc(200);
+  o->ar = hp_self.arena;
+  /* empty the bin, so the next malloc misses */
+  static void *rest[TC_CAP_LIMIT];
+  size_t tidx = csize2tidx(request2size(200)), k = 0;
+  while (hp_self.bins[tidx].count && k < TC_CAP_LIMIT) rest[k++] = hpt_malloc(200);
+  pthread_barrier_wait(&o->freed); /* the main thread frees them */
+  pthread_barrier_wait(&o->freed);
+  o->again = hpt_malloc(200);
+  o->inbox_after = o->ar->inbox.n;
+  o->count_after = hp_self.bins[tidx].count;
+  while (k) hpt_free(rest[--k]);
+  pthread_barrier_wait(&o->done);
+  return NULL;
+}
+
+Test(tcache, the_owners_refill_takes_its_inbox) {
+  hp_ensure_init();
+  static struct owner o;
+  pthread_barrier_init(&o.freed, NULL, 2);
+  pthread_barrier_init(&o.done, NULL, 2);
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, owner_thread, &o), 0);
+  pthread_barrier_wait(&o.freed);
+  cr_assert_neq(o.ar, &main_arena);
+  for (int i = 0; i < TC_FOREIGN_BATCH; i++) hpt_free(o.p[i]);
+  cr_assert_eq(o.ar->inbox.n, TC_FOREIGN_BATCH);
+  pthread_barrier_wait(&o.freed);
+  pthread_barrier_wait(&o.done);
+  bool mine = false;
+  for (int i = 0; i < TC_FOREIGN_BATCH; i++) mine |= o.again == o.p[i];
+  cr_assert(mine, "the owner got one of its blocks back");
+  cr_assert_eq(o.inbox_after, 0, "the refill emptied the inbox");
+  cr_assert_gt(o.count_after, 0, "into the bin");
+  cr_assert_eq(pthread_join(th, NULL), 0);
+  check_all_arenas();
+}
+
+/* The inbox is counted free, and malloc_trim merges it into the bins.  */
+Test(tcache, an_inbox_counts_as_free_and_malloc_trim_merges_it) {
+  static struct foreign f;
+  alloc_in_a_thread(&f);
+  struct mallinfo2 m0 = hpt_mallinfo2();
+  for (int i = 0; i < TC_FOREIGN_BATCH; i++) hpt_free(f.p[i]);
+  cr_assert_eq(f.ar->inbox.n, TC_FOREIGN_BATCH);
+  struct mallinfo2 m1 = hpt_mallinfo2();
+  size_t bytes = TC_FOREIGN_BATCH * request2size(200);
+  cr_assert_eq(m0.uordblks - m1.uordblks, bytes, "no longer in use");
+  cr_assert_eq(m1.fordblks - m0.fordblks, bytes, "but free");
+  cr_assert_eq(m1.smblks - m0.smblks, TC_FOREIGN_BATCH, "and small, as a fastbin's");
+  check_all_arenas();
+  hpt_malloc_trim(0);
+  cr_assert_eq(f.ar->inbox.n, 0, "malloc_trim merged the inbox");
+  check_all_arenas();
+  for (int i = TC_FOREIGN_BATCH; i < 80; i++) hpt_free(f.p[i]);
+}
+
+/* A block freed twice by another thread, sent home twice, is caught when
+   its owner's refill finds it in a bin already (the bin has room: fixed
+   caps of 300).  */
+enum { TWICE_N = 2 * TC_FOREIGN_BATCH };
+static void *alloc_twice_n(void *arg) {
+  void **p = arg;
+  for (int i = 0; i < TWICE_N; i++) p[i] = hpt_malloc(200);
+  return NULL;
+}
+
+static void *malloc_one(void *arg) {
+  (void)arg;
+  return hpt_malloc(200);
+}
+
+static void do_double_free_through_the_inbox(void) {
+  static void *p[TWICE_N];
+  pthread_t th;
+  hp_ensure_init();
+  if (pthread_create(&th, NULL, alloc_twice_n, p) != 0 || pthread_join(th, NULL) != 0) _exit(5);
+  struct arena *ar = arena_for_chunk(mem2chunk(p[0]));
+  if (ar == &main_arena) _exit(6);
+  for (int i = 0; i < TC_FOREIGN_BATCH; i++) hpt_free(p[i]);
+  if (ar->inbox.n != TC_FOREIGN_BATCH) _exit(7);
+  hpt_free(p[3]); /* its key went with it into the inbox: not caught at the call */
+  for (int i = TC_FOREIGN_BATCH + 1; i < TWICE_N; i++) hpt_free(p[i]);
+  if (ar->inbox.n != 2 * TC_FOREIGN_BATCH) _exit(8);
+  /* a new thread takes the arena the first one left, and misses */
+  if (pthread_create(&th, NULL, malloc_one, NULL) != 0 || pthread_join(th, NULL) != 0) _exit(9);
+  _exit(10);
+}
+
+Test(tcache, double_free_through_the_inbox_is_caught_at_the_owners_refill) {
+  tunables("glibc.malloc.tcache_count=300");
+  expect_abort(do_double_free_through_the_inbox, "free(): double free detected in tcache 2");
 }
 
 static void *alloc_big(void *arg) {
@@ -539,7 +666,8 @@ Test(tcache, exit_gives_another_arenas_small_chunks_to_its_fastbins) {
   pthread_t th;
   cr_assert_eq(pthread_create(&th, NULL, free_then_exit, &x), 0);
   cr_assert_eq(pthread_join(th, NULL), 0);
-  cr_assert_eq(fastbin_length(&main_arena, size), before + N, "parked by the overflows and by the exit");
+  cr_assert_eq(fastbin_length(&main_arena, size) + inbox_length(&main_arena, size), before + N,
+               "sent to the inbox or parked by the overflows, parked by the exit");
   check_all_arenas();
   (void)g;
 }
