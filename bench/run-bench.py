@@ -329,6 +329,47 @@ def cell_intervals(results, wname, cont, d):
             d[key + "_ci"] = [iv[1], iv[2]]
 
 
+def small_objects_goals(s, by, names, key, out):
+    """Issue 11's bounds, each hpmalloc mode against glibc h0: the small-object geometric mean >= 1.60x with
+    no workload below 1.00x; larson and xmalloc >= 2.00x; python3 at least as fast as jemalloc; peak RSS +
+    hugetlb within 10% or 2 MB (the larger) of glibc's in the same hugetlb mode on every small workload."""
+    def sp(w, c):
+        return s.get(w, {}).get(c, {}).get(key)
+
+    def verdict(ok):
+        return "**met**" if ok else "**missed**"
+
+    if not by["small"] or "glibc-h0" not in names:
+        return
+    for m in ("hpm-h0", "hpm-h1"):
+        if m not in names:
+            continue
+        g = geomean([sp(w, m) for w in by["small"]])
+        if g is None:
+            continue
+        below = ["%s %sx" % (w, fmt(sp(w, m))) for w in by["small"] if sp(w, m) and sp(w, m) < 1]
+        out.append("Issue 11, small objects, %s vs glibc h0: geometric mean %sx (goal >= 1.60x), none below 1.00x%s: "
+                   "%s" % (m, fmt(g), " (below: %s)" % ", ".join(below) if below else "", verdict(g >= 1.6 and not below)))
+        two = [(w, sp(w, m)) for w in ("larson", "xmalloc") if sp(w, m)]
+        if two:
+            out.append("  %s >= 2.00x: %s (%s)" % (" and ".join(w for w, _ in two), verdict(all(x >= 2 for _, x in two)),
+                                                 ", ".join("%s %sx" % (w, fmt(x)) for w, x in two)))
+        if sp("python3", m) and sp("python3", "je"):
+            x = sp("python3", m) / sp("python3", "je")
+            out.append("  python3 at least as fast as jemalloc: %s (%sx jemalloc's speed)" % (verdict(x >= 1), fmt(x)))
+        # memory against glibc in the same huge-page mode (huge pages round a heap up to 2 MiB)
+        g = "glibc-h" + m[-1]
+        if key != "speedup" or g not in names:
+            continue
+        over = []
+        for w in by["small"]:
+            a, b = s.get(w, {}).get(m, {}).get("mem_mb"), s.get(w, {}).get(g, {}).get("mem_mb")
+            if a and b and a > max(b * 1.10, b + 2):
+                over.append("%s %.0f vs %.0f MB" % (w, a, b))
+        out.append("  peak RSS + hugetlb within 10%% or 2 MB of glibc h%s's on every small workload: %s%s" % (
+            m[-1], verdict(not over), "; over on " + ", ".join(over) if over else ""))
+
+
 def goals(s, wls, conts, key="speedup"):
     names = {c[0] for c in conts}
     by = {g: [w[0] for w in wls if w[1] == g] for g in ("small", "tlb", "real")}
@@ -361,6 +402,7 @@ def goals(s, wls, conts, key="speedup"):
             if "mi" in names:
                 gm = geomean([rel(w, m, "mi") for w in by["small"]])
                 out.append("  gap to mimalloc: %s is %sx mimalloc's speed (geometric mean)" % (m, fmt(gm)))
+    small_objects_goals(s, by, names, key, out)
     big = by["tlb"] + by["real"]
     def faster_everywhere(m, label, rivals):
         # m against each rival over the TLB-heavy and real workloads
@@ -618,7 +660,7 @@ def state_tables(sec, conts):
     L.append("")
     L += table(mem_cell)
     L.append("")
-    L.append("### Goals (issue 7), as measured in this state")
+    L.append("### Goals (issues 7, 11 and 12), as measured in this state")
     L.append("")
     L.append("By wall time (the issue's measure):")
     L.append("")
