@@ -132,13 +132,13 @@ size_t inbox_put(struct arena *ar, struct chunk *const *v, size_t n) {
   return k;
 }
 
-size_t inbox_take(struct arena *ar, struct chunk **v) {
+size_t inbox_take(struct arena *ar, struct chunk **v, size_t max) {
   struct inbox *in = &ar->inbox;
   bool lk = arena_needs_lock();
   if (lk) hp_lock(&in->lock);
-  size_t n = in->n;
-  memcpy(v, in->slot, n * sizeof *v);
-  __atomic_store_n(&in->n, 0, __ATOMIC_RELAXED);
+  size_t n = in->n < max ? in->n : max, rest = in->n - n;
+  memcpy(v, in->slot + rest, n * sizeof *v);
+  __atomic_store_n(&in->n, (unsigned)rest, __ATOMIC_RELAXED);
   if (lk) hp_unlock(&in->lock);
   return n;
 }
@@ -184,18 +184,27 @@ static struct chunk *coalesce(struct arena *ar, struct chunk *p, size_t size) {
   return p;
 }
 
-void malloc_consolidate(struct arena *ar) {
-  __atomic_store_n(&ar->have_fastchunks, false, __ATOMIC_RELAXED);
+/* Merge what ar's inbox holds: at most its size, so what other threads
+   send meanwhile waits (and says so in have_fastchunks).  The chunks
+   merged.  */
+static size_t consolidate_inbox(struct arena *ar) {
+  struct chunk *v[INBOX_TAKE];
   size_t merged = 0;
-  if (__atomic_load_n(&ar->inbox.n, __ATOMIC_RELAXED)) {
-    struct chunk *v[INBOX_SLOTS];
-    size_t n = inbox_take(ar, v);
+  for (unsigned k = 0; k < INBOX_SLOTS / INBOX_TAKE && __atomic_load_n(&ar->inbox.n, __ATOMIC_RELAXED); k++) {
+    size_t n = inbox_take(ar, v, INBOX_TAKE);
     for (size_t i = 0; i < n; i++) {
       inbox_check(v[i]);
       coalesce(ar, v[i], chunksize(v[i]));
     }
     merged += n;
   }
+  if (__atomic_load_n(&ar->inbox.n, __ATOMIC_RELAXED)) __atomic_store_n(&ar->have_fastchunks, true, __ATOMIC_RELAXED);
+  return merged;
+}
+
+void malloc_consolidate(struct arena *ar) {
+  __atomic_store_n(&ar->have_fastchunks, false, __ATOMIC_RELAXED);
+  size_t merged = consolidate_inbox(ar);
   for (unsigned i = 0; i < NFASTBINS; i++) {
     if (!__atomic_load_n(&ar->fastbins[i], __ATOMIC_RELAXED)) continue;
     struct chunk *p = __atomic_exchange_n(&ar->fastbins[i], NULL, __ATOMIC_ACQUIRE);

@@ -411,13 +411,12 @@ static void fill_from_top(struct arena *ar, size_t tidx, size_t nb) {
   }
 }
 
-/* Empty the inbox of ar, the thread's arena (arena.h): each chunk into
-   the bin of its size while the bin has room; the rest parked on ar's
-   fastbins, or merged under its lock once mallopt switched fastbins off
-   (M_MXFAST 0) since they were sent.  */
-static void inbox_drain(struct arena *ar) {
-  struct chunk *v[INBOX_SLOTS];
-  size_t n = inbox_take(ar, v), rest = 0;
+/* Empty the inbox of ar, the thread's arena (arena.h), n chunks v[] at a
+   time: each chunk into the bin of its size while the bin has room; the
+   rest parked on ar's fastbins, or merged under its lock once mallopt
+   switched fastbins off (M_MXFAST 0) since they were sent.  */
+static void inbox_drain_some(struct arena *ar, size_t n, struct chunk **v) {
+  size_t rest = 0;
   for (size_t i = 0; i < n; i++) {
     struct chunk *c = v[i];
     inbox_check(c);
@@ -445,6 +444,14 @@ static void inbox_drain(struct arena *ar) {
   }
   park_push(ar, &park);
   arena_unlock_if(ar, lk);
+}
+
+static void inbox_drain(struct arena *ar) {
+  struct chunk *v[INBOX_TAKE];
+  /* at most the inbox's size: what other threads send meanwhile waits */
+  size_t n;
+  for (unsigned k = 0; k < INBOX_SLOTS / INBOX_TAKE && (n = inbox_take(ar, v, INBOX_TAKE)) != 0; k++)
+    inbox_drain_some(ar, n, v);
 }
 
 void *tcache_refill(size_t tidx, size_t nb) {

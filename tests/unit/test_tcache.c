@@ -451,6 +451,49 @@ Test(tcache, the_owners_refill_takes_its_inbox) {
   check_all_arenas();
 }
 
+/* A full inbox is taken whole, a part at a time: what the bin has no
+   room for is parked.  */
+struct whole {
+  void *p[INBOX_SLOTS];
+  size_t inbox_after, in_bin, parked;
+  void *got;
+};
+
+static void *alloc_inbox_full(void *arg) {
+  struct whole *w = arg;
+  for (int i = 0; i < INBOX_SLOTS; i++) w->p[i] = hpt_malloc(200);
+  return NULL;
+}
+
+static void *take_whole_inbox(void *arg) {
+  struct whole *w = arg;
+  w->got = hpt_malloc(200); /* the arena the first thread left, whose bin is empty */
+  w->inbox_after = hp_self.arena->inbox.n;
+  w->in_bin = hp_self.bins[csize2tidx(request2size(200))].count;
+  w->parked = fastbin_length(hp_self.arena, request2size(200)); /* before the exit's flush merges them */
+  return NULL;
+}
+
+Test(tcache, a_full_inbox_is_taken_whole) {
+  hp_ensure_init();
+  static struct whole w;
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, alloc_inbox_full, &w), 0);
+  cr_assert_eq(pthread_join(th, NULL), 0);
+  struct arena *ar = arena_for_chunk(mem2chunk(w.p[0]));
+  size_t size = request2size(200), parked0 = fastbin_length(ar, size);
+  for (int i = 0; i < INBOX_SLOTS; i++) hpt_free(w.p[i]);
+  cr_assert_eq(ar->inbox.n, INBOX_SLOTS);
+  cr_assert_eq(pthread_create(&th, NULL, take_whole_inbox, &w), 0);
+  cr_assert_eq(pthread_join(th, NULL), 0);
+  cr_assert_eq(w.inbox_after, 0, "taken whole");
+  cr_assert_eq(arena_for_chunk(mem2chunk(w.got)), ar);
+  /* one served, the bin's share, the rest parked */
+  cr_assert_gt(w.in_bin, 0);
+  cr_assert_eq(w.parked - parked0, INBOX_SLOTS - 1 - w.in_bin, "the rest parked");
+  check_all_arenas();
+}
+
 /* The inbox is counted free, and malloc_trim merges it into the bins.  */
 Test(tcache, an_inbox_counts_as_free_and_malloc_trim_merges_it) {
   static struct foreign f;
