@@ -550,10 +550,37 @@ static size_t batch_size(size_t nb) {
   return room ? (1 + (room < SPLIT_BATCH - 1 ? room : SPLIT_BATCH - 1)) * nb + MINSIZE : 0;
 }
 
+/* A refill's split brought the bin nothing more: no free chunk held a
+   batch of nb, the free memory is in fragments.  Split up to SPLIT_MORE
+   more of the smallest fragments above nb's bin for the bin, under the
+   same lock, instead of one refill per chunk.  Measured on
+   bench/workloads/pyalloc.py (PYTHONMALLOC=malloc, scale 0.25): 93% of
+   the refills brought the bin nothing but the chunk asked for, 80% of
+   them a split of a fragment a little larger than the request; with up
+   to 15 more splits callgrind counted 2.969 G instructions in all against
+   3.060 G (in a build that counted refills, 3, 7, 15, 31 and 63 more gave
+   2.999, 2.985, 2.975, 2.980 and 2.977 G against 3.085 G), and the peak
+   RSS at scale 1 stayed 133 MB.  */
+enum { SPLIT_MORE = 15 };
+static void fill_from_fragments(struct arena *ar, size_t nb) {
+  size_t tidx = tcache_bin_of(nb);
+  for (unsigned k = 0; k < SPLIT_MORE && tcache_room(tidx); k++) {
+    unsigned i = binmap_next(ar, bin_index(nb) + 1);
+    if (i == NBINS) return;
+    struct chunk *v = bin_at(ar, i)->bk;
+    size_t size = chunksize(v);
+    if (size < nb) hp_fatal("malloc(): corrupted bin");
+    if (size < nb + MINSIZE) return; /* taken whole, it would not be of the bin's size */
+    unlink_chunk(ar, v);
+    tcache_put(mem2chunk(take_chunk(ar, v, size, nb, false)), tidx);
+  }
+}
+
 /* Split the smallest chunk of the next non-empty bin above nb's, found by
    the binmap (one word of 32 bins at a time, the lowest set bit first; a
    bit can be stale, the bin emptied since: it is cleared on the way) --
-   or, for a refill, the first that holds a batch (batch_size), if any.  */
+   or, for a refill, the first that holds a batch (batch_size), if any,
+   else fragments (fill_from_fragments).  */
 static void *from_binmap(struct arena *ar, size_t nb) {
   if (binmap_empty(ar)) return NULL; /* the common case while a heap only grows */
   unsigned i = binmap_next(ar, bin_index(nb) + 1);
@@ -567,7 +594,9 @@ static void *from_binmap(struct arena *ar, size_t nb) {
   size_t size = chunksize(v);
   if (size < nb) hp_fatal("malloc(): corrupted bin");
   unlink_chunk(ar, v);
-  return take_chunk(ar, v, size, nb, in_smallbin_range(nb));
+  void *m = take_chunk(ar, v, size, nb, in_smallbin_range(nb));
+  if (batch) fill_from_fragments(ar, nb);
+  return m;
 }
 
 /* Serve nb from the top chunk when it can keep MINSIZE; else NULL.  */
@@ -581,6 +610,23 @@ void *top_take(struct arena *ar, size_t nb) {
   set_free_head(rem, (size - nb) | PREV_INUSE);
   set_head(v, nb | PREV_INUSE | arena_flag(ar));
   return chunk2mem(v);
+}
+
+void top_fill_bin(struct arena *ar, size_t tidx, size_t nb) {
+  struct chunk *v = ar->top;
+  size_t size = chunksize(v);
+  if (size > ar->system_mem) hp_fatal("malloc(): corrupted top size");
+  const struct tc_bin *b = &hp_self.bins[tidx];
+  size_t n = size < nb + MINSIZE ? 0 : (size - MINSIZE) / nb, room = b->cap > b->count ? b->cap - b->count : 0;
+  if (n > room) n = room;
+  if (!n) return;
+  size_t head = nb | PREV_INUSE | arena_flag(ar);
+  for (size_t i = 0; i < n; i++, v = chunk_at(v, nb)) {
+    set_head(v, head);
+    tcache_put(v, tidx);
+  }
+  ar->top = v;
+  set_free_head(v, (size - n * nb) | PREV_INUSE);
 }
 
 /* Serve `bytes` from arena ar (locked).  NULL with errno ENOMEM on failure.  */

@@ -401,16 +401,6 @@ static void slow_event(void) {
 
 /* ------------------------------------------------------------------ the slow paths */
 
-/* Carve chunks of nb bytes from ar's top into bin tidx while it has room
-   and top has them without growing.  */
-static void fill_from_top(struct arena *ar, size_t tidx, size_t nb) {
-  while (tcache_room(tidx)) {
-    void *m = top_take(ar, nb);
-    if (!m) return;
-    tcache_put(mem2chunk(m), tidx);
-  }
-}
-
 /* Empty the inbox of ar, the thread's arena (arena.h), n chunks v[] at a
    time: each chunk into the bin of its size while the bin has room; the
    rest parked on ar's fastbins, or merged under its lock once mallopt
@@ -473,7 +463,7 @@ void *tcache_refill(size_t tidx, size_t nb) {
      chunks wait in the bins grew a python3 heap by 18%) */
   if (p && !mp.tcache_fixed && tidx < TC_SMALL_BINS && !chunk_is_mmapped(mem2chunk(p)) &&
       chunk_at(mem2chunk(p), nb) == ar->top)
-    fill_from_top(ar, tidx, nb);
+    top_fill_bin(ar, tidx, nb);
   arena_unlock_if(ar, lk);
   if (!p && (ar = arena_retry(ar)) != NULL) {
     arena_lock(ar);

@@ -896,6 +896,41 @@ Test(tcache, refill_splits_a_chunk_that_holds_a_batch) {
   (void)g2;
 }
 
+/* A refill that finds only fragments (free chunks too small to hold a
+   batch) splits several of them for the bin under the one lock, not one
+   per refill.  */
+Test(tcache, refill_splits_several_fragments) {
+  hp_ensure_init();
+  enum { NFRAG = 6 };
+  size_t nb = request2size(392), frag = 2 * nb; /* holds one chunk of nb, not a batch */
+  char *lo[NFRAG], *hi[NFRAG];
+  for (int i = 0; i < NFRAG; i++) {
+    /* the guard is above the cache's classes: it comes off top, right behind s */
+    char *s = hpt_malloc(2000), *g = hpt_malloc(TC_MAX_CHUNK + 100);
+    (void)g;
+    size_t ssize = chunksize(mem2chunk(s));
+    cr_assert_eq(hpt_realloc(s, ssize - frag - SIZE_SZ), s);
+    struct chunk *tail = chunk_at(mem2chunk(s), ssize - frag);
+    cr_assert_eq(chunksize(tail), frag);
+    cr_assert(tail->size & ARENA_FREE, "the tail is a free fragment in the arena");
+    lo[i] = (char *)tail;
+    hi[i] = (char *)tail + frag;
+  }
+  struct tc_bin *bin = bin_of(392);
+  cr_assert_eq(bin->count, 0);
+  char *p = hpt_malloc(392);
+  cr_assert_eq(bin->count, NFRAG - 1, "one chunk from each other fragment (%u)", bin->count);
+  char *got[NFRAG];
+  got[0] = p;
+  for (int i = 1; i < NFRAG; i++) got[i] = hpt_malloc(392);
+  for (int i = 0; i < NFRAG; i++) {
+    bool inside = false;
+    for (int j = 0; j < NFRAG; j++) inside |= got[i] >= lo[j] && got[i] < hi[j];
+    cr_assert(inside, "block %d came from a fragment", i);
+  }
+  check_all_arenas();
+}
+
 /* ================================================================ double free and key */
 
 static void do_double_free(void) {
