@@ -371,6 +371,10 @@ def small_objects_goals(s, by, names, key, out):
             m[-1], verdict(not over), "; over on " + ", ".join(over) if over else ""))
 
 
+# issue 12: the TLB workloads whose build phase (timed in the program) is held within 10% of jemalloc thp's
+BUILD_GOAL_WORKLOADS = ("graph-1t", "graph-2t", "blocks-1m")
+
+
 def goals(s, wls, conts, key="speedup"):
     names = {c[0] for c in conts}
     by = {g: [w[0] for w in wls if w[1] == g] for g in ("small", "tlb", "real")}
@@ -419,12 +423,17 @@ def goals(s, wls, conts, key="speedup"):
     if "hpm-h1" in names:
         faster_everywhere("hpm-h1", "h1", ("glibc-h1", "je-thp"))
         if "je-thp" in names and key == "speedup":
-            # issue 12: the build phase (timed in the program) within 10% of jemalloc thp's
+            # issue 12: the build phase (timed in the program) within 10% of jemalloc thp's on the
+            # workloads the issue names; the others are shown, not judged
             r = [(s[w]["hpm-h1"]["prog_build_s"] / s[w]["je-thp"]["prog_build_s"], w) for w in by["tlb"]
                  if s[w].get("hpm-h1", {}).get("prog_build_s") and s[w].get("je-thp", {}).get("prog_build_s")]
-            if r:
-                out.append("Build phase, hpmalloc h1 within 10%% of jemalloc thp on every TLB workload: %s (%s)" % (
-                    verdict(all(x <= 1.10 for x, _ in r)), ", ".join("%s %sx its time" % (w, fmt(x)) for x, w in r)))
+            judged = [(x, w) for x, w in r if w in BUILD_GOAL_WORKLOADS]
+            shown = [(x, w) for x, w in r if w not in BUILD_GOAL_WORKLOADS]
+            if judged:
+                out.append("Build phase, hpmalloc h1 within 10%% of jemalloc thp on %s: %s (%s%s)" % (
+                    ", ".join(w for _, w in judged), verdict(all(x <= 1.10 for x, _ in judged)),
+                    ", ".join("%s %sx its time" % (w, fmt(x)) for x, w in judged),
+                    "; not in the goal: " + ", ".join("%s %sx" % (w, fmt(x)) for x, w in shown) if shown else ""))
         x = rel("graph-2t", "hpm-h1", "glibc-h1")
         if x:
             out.append("Multi-threaded object graph, hpmalloc h1 vs glibc h1: %sx (goal >= 1.25x): %s" % (
