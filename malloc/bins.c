@@ -124,7 +124,7 @@ size_t inbox_put(struct arena *ar, struct chunk *const *v, size_t n) {
   if (lk) hp_lock(&in->lock);
   size_t k = INBOX_SLOTS - in->n;
   if (k > n) k = n;
-  memcpy(in->slot + in->n, v, k * sizeof *v);
+  for (size_t i = 0; i < k; i++) in->slot[in->n + i] = v[i];
   __atomic_store_n(&in->n, in->n + (unsigned)k, __ATOMIC_RELAXED);
   if (lk) hp_unlock(&in->lock);
   /* so that malloc_consolidate runs when the arena wants larger memory */
@@ -137,7 +137,7 @@ size_t inbox_take(struct arena *ar, struct chunk **v, size_t max) {
   bool lk = arena_needs_lock();
   if (lk) hp_lock(&in->lock);
   size_t n = in->n < max ? in->n : max, rest = in->n - n;
-  memcpy(v, in->slot + rest, n * sizeof *v);
+  for (size_t i = 0; i < n; i++) v[i] = in->slot[rest + i];
   __atomic_store_n(&in->n, (unsigned)rest, __ATOMIC_RELAXED);
   if (lk) hp_unlock(&in->lock);
   return n;
