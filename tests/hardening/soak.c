@@ -17,7 +17,9 @@
  * freed, malloc_trim(0) runs, and the memory the process holds (VmRSS plus
  * HugetlbPages) must be back within a bound of what it held before the
  * load: per arena two huge pages (of the hugetlb size if hugetlb pages
- * were had, else 2 MiB) and 16 MiB for the rest.  Prints one line of results; exit 0 on success.
+ * were had, else 2 MiB) and 16 MiB for the rest; and the bytes in use
+ * (hpmalloc_stats) at most 64 KiB and 16 KiB per arena, the arenas' own
+ * structures.  Prints one line of results; exit 0 on success.
  *
  * Environment: SOAK_SECONDS, SOAK_THREADS (default 8).  Linked with
  * -lhpmalloc.  MIT licence.  */
@@ -296,7 +298,13 @@ int main(void) {
          st.n_arenas, st.n_heaps, before >> 20, peak >> 20, at_end >> 20, after >> 20, bound >> 20,
          st.fallbacks_hugetlb, st.fallbacks_thp);
   if (atomic_load(&forks_done) == 0 && secs >= 10) fail("no fork happened");
-  if (st.bytes_in_use > 64 * KiB) fail("%zu bytes still in use after every block was freed", st.bytes_in_use);
+  /* what stays in use is the allocator's own: each thread arena's
+     structure (about 9 KiB with its inbox) lies in its first heap and
+     counts in use, as glibc counts its arenas'; a leak shows above that */
+  size_t in_use_bound = 64 * KiB + st.n_arenas * 16 * KiB;
+  if (st.bytes_in_use > in_use_bound)
+    fail("%zu bytes still in use after every block was freed (bound %zu: 64 KiB and 16 KiB per arena)",
+         st.bytes_in_use, in_use_bound);
   if (after > bound) fail("memory did not go back to the system: %zu MiB held, bound %zu MiB", after >> 20, bound >> 20);
   return 0;
 }
