@@ -329,15 +329,16 @@ def cell_intervals(results, wname, cont, d):
             d[key + "_ci"] = [iv[1], iv[2]]
 
 
+def verdict(ok):
+    return "**met**" if ok else "**missed**"
+
+
 def small_objects_goals(s, by, names, key, out):
     """Issue 11's bounds, each hpmalloc mode against glibc h0: the small-object geometric mean >= 1.60x with
     no workload below 1.00x; larson and xmalloc >= 2.00x; python3 at least as fast as jemalloc; peak RSS +
     hugetlb within 10% or 2 MB (the larger) of glibc's in the same hugetlb mode on every small workload."""
     def sp(w, c):
         return s.get(w, {}).get(c, {}).get(key)
-
-    def verdict(ok):
-        return "**met**" if ok else "**missed**"
 
     if "glibc-h0" not in names:
         return
@@ -386,9 +387,6 @@ def goals(s, wls, conts, key="speedup"):
     def rel(w, a, b):  # how much faster a is than b (>1: faster)
         x, y = sp(w, a), sp(w, b)
         return x / y if x and y else None
-
-    def verdict(ok):
-        return "**met**" if ok else "**missed**"
 
     if by["small"] and "glibc-h0" in names:
         for m in ("hpm-h0", "hpm-h1", "hpm-h2"):

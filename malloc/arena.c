@@ -11,8 +11,9 @@
  * lock and every arena lock (each with its inbox's lock), so that a
  * thread holding stdio's lock while it waits in malloc cannot deadlock
  * against the forking thread (glibc's own fork takes stdio's lock after
- * the atfork handlers, then its malloc locks: same order).  The child re-initialises the locks and keeps only the
- * forking thread's arena attached.  */
+ * the atfork handlers, then its malloc locks: same order).  The child
+ * re-initialises the locks and keeps only the forking thread's arena
+ * attached.  */
 #include "arena.h"
 
 #include <errno.h>

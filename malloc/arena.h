@@ -123,6 +123,16 @@ static inline void arena_unlock_if(struct arena *ar, bool lk) {
   if (lk) hp_unlock(&ar->lock);
 }
 
+/* An arena's inbox lock, taken when the arena's would be.  */
+static inline bool inbox_lock_if_needed(struct arena *ar) {
+  bool lk = arena_needs_lock();
+  if (lk) hp_lock(&ar->inbox.lock);
+  return lk;
+}
+static inline void inbox_unlock_if(struct arena *ar, bool lk) {
+  if (lk) hp_unlock(&ar->inbox.lock);
+}
+
 /* The calling thread's arena, bound on its first call.  */
 HP_INTERNAL struct arena *arena_get(void);
 static inline struct arena *arena_of_thread(void) {

@@ -120,13 +120,12 @@ static void *take_chunk(struct arena *ar, struct chunk *v, size_t size, size_t n
 
 size_t inbox_put(struct arena *ar, struct chunk *const *v, size_t n) {
   struct inbox *in = &ar->inbox;
-  bool lk = arena_needs_lock();
-  if (lk) hp_lock(&in->lock);
+  bool lk = inbox_lock_if_needed(ar);
   size_t k = INBOX_SLOTS - in->n;
   if (k > n) k = n;
   for (size_t i = 0; i < k; i++) in->slot[in->n + i] = v[i];
   __atomic_store_n(&in->n, in->n + (unsigned)k, __ATOMIC_RELAXED);
-  if (lk) hp_unlock(&in->lock);
+  inbox_unlock_if(ar, lk);
   /* so that malloc_consolidate runs when the arena wants larger memory */
   if (k && !have_fast(ar)) __atomic_store_n(&ar->have_fastchunks, true, __ATOMIC_RELAXED);
   return k;
@@ -134,12 +133,11 @@ size_t inbox_put(struct arena *ar, struct chunk *const *v, size_t n) {
 
 size_t inbox_take(struct arena *ar, struct chunk **v, size_t max) {
   struct inbox *in = &ar->inbox;
-  bool lk = arena_needs_lock();
-  if (lk) hp_lock(&in->lock);
+  bool lk = inbox_lock_if_needed(ar);
   size_t n = in->n < max ? in->n : max, rest = in->n - n;
   for (size_t i = 0; i < n; i++) v[i] = in->slot[rest + i];
   __atomic_store_n(&in->n, (unsigned)rest, __ATOMIC_RELAXED);
-  if (lk) hp_unlock(&in->lock);
+  inbox_unlock_if(ar, lk);
   return n;
 }
 
@@ -600,33 +598,41 @@ static void *from_binmap(struct arena *ar, size_t nb) {
 }
 
 /* Serve nb from the top chunk when it can keep MINSIZE; else NULL.  */
-void *top_take(struct arena *ar, size_t nb) {
+/* Whole chunks of nb bytes top can give while keeping MINSIZE.  */
+static size_t top_room(struct arena *ar, size_t nb) {
+  size_t size = chunksize(ar->top);
+  if (size > ar->system_mem) hp_fatal("malloc(): corrupted top size");
+  return size < nb + MINSIZE ? 0 : (size - MINSIZE) / nb;
+}
+
+/* Cut len bytes off the front of top (top_room said they fit); where
+   they start.  The caller sets the headers of the chunks in them.  */
+static struct chunk *top_cut(struct arena *ar, size_t len) {
   struct chunk *v = ar->top;
   size_t size = chunksize(v);
-  if (size > ar->system_mem) hp_fatal("malloc(): corrupted top size");
-  if (size < nb + MINSIZE) return NULL;
-  struct chunk *rem = chunk_at(v, nb);
-  ar->top = rem;
-  set_free_head(rem, (size - nb) | PREV_INUSE);
+  ar->top = chunk_at(v, len);
+  set_free_head(ar->top, (size - len) | PREV_INUSE);
+  return v;
+}
+
+void *top_take(struct arena *ar, size_t nb) {
+  if (!top_room(ar, nb)) return NULL;
+  struct chunk *v = top_cut(ar, nb);
   set_head(v, nb | PREV_INUSE | arena_flag(ar));
   return chunk2mem(v);
 }
 
 void top_fill_bin(struct arena *ar, size_t tidx, size_t nb) {
-  struct chunk *v = ar->top;
-  size_t size = chunksize(v);
-  if (size > ar->system_mem) hp_fatal("malloc(): corrupted top size");
   const struct tc_bin *b = &hp_self.bins[tidx];
-  size_t n = size < nb + MINSIZE ? 0 : (size - MINSIZE) / nb, room = b->cap > b->count ? b->cap - b->count : 0;
+  size_t n = top_room(ar, nb), room = b->cap > b->count ? b->cap - b->count : 0;
   if (n > room) n = room;
   if (!n) return;
   size_t head = nb | PREV_INUSE | arena_flag(ar);
-  for (size_t i = 0; i < n; i++, v = chunk_at(v, nb)) {
-    set_head(v, head);
-    tcache_put(v, tidx);
+  struct chunk *c = top_cut(ar, n * nb);
+  for (size_t i = 0; i < n; i++, c = chunk_at(c, nb)) {
+    set_head(c, head);
+    tcache_put(c, tidx);
   }
-  ar->top = v;
-  set_free_head(v, (size - n * nb) | PREV_INUSE);
 }
 
 /* Serve `bytes` from arena ar (locked).  NULL with errno ENOMEM on failure.  */

@@ -32,8 +32,7 @@ struct bin_line {
 /* The chunks of ar's inbox (arena.h), by fastbin: they are counted as
    the fastbins' are, free and small.  */
 static void count_inbox(struct arena *ar, size_t *cnt, size_t *bytes) {
-  bool lk = arena_needs_lock();
-  if (lk) hp_lock(&ar->inbox.lock);
+  bool lk = inbox_lock_if_needed(ar);
   for (unsigned i = 0; i < ar->inbox.n; i++) {
     size_t sz = chunksize(ar->inbox.slot[i]);
     unsigned f = fastbin_index(sz);
@@ -41,7 +40,7 @@ static void count_inbox(struct arena *ar, size_t *cnt, size_t *bytes) {
     cnt[f]++;
     bytes[f] += sz;
   }
-  if (lk) hp_unlock(&ar->inbox.lock);
+  inbox_unlock_if(ar, lk);
 }
 
 static void count_bins(struct arena *ar, struct hp_arena_stats *st, struct bin_line *lines, size_t *nlines) {

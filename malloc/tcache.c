@@ -450,6 +450,7 @@ void *tcache_refill(size_t tidx, size_t nb) {
   if (__atomic_load_n(&ar->inbox.n, __ATOMIC_RELAXED)) {
     inbox_drain(ar);
     if (hp_self.bins[tidx].head) {
+      region_run_deferred(); /* a drain with fastbins off merges, and may trim */
       slow_event();
       return tcache_get(tidx);
     }

@@ -494,6 +494,27 @@ Test(tcache, a_full_inbox_is_taken_whole) {
   check_all_arenas();
 }
 
+/* With fastbins switched off (M_MXFAST 0) after the blocks were sent,
+   what the bin has no room for is merged, not parked.  */
+Test(tcache, a_full_inbox_drained_with_fastbins_off_merges_the_rest) {
+  hp_ensure_init();
+  static struct whole w;
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, alloc_inbox_full, &w), 0);
+  cr_assert_eq(pthread_join(th, NULL), 0);
+  struct arena *ar = arena_for_chunk(mem2chunk(w.p[0]));
+  size_t size = request2size(200), parked0 = fastbin_length(ar, size);
+  for (int i = 0; i < INBOX_SLOTS; i++) hpt_free(w.p[i]);
+  cr_assert_eq(ar->inbox.n, INBOX_SLOTS);
+  cr_assert_eq(hpt_mallopt(M_MXFAST, 0), 1);
+  cr_assert_eq(pthread_create(&th, NULL, take_whole_inbox, &w), 0);
+  cr_assert_eq(pthread_join(th, NULL), 0);
+  cr_assert_eq(w.inbox_after, 0, "taken whole");
+  cr_assert_gt(w.in_bin, 0);
+  cr_assert_eq(w.parked, parked0, "none parked: merged");
+  check_all_arenas();
+}
+
 /* The inbox is counted free, and malloc_trim merges it into the bins.  */
 Test(tcache, an_inbox_counts_as_free_and_malloc_trim_merges_it) {
   static struct foreign f;
