@@ -474,16 +474,26 @@ static void *take_whole_inbox(void *arg) {
   return NULL;
 }
 
-Test(tcache, a_full_inbox_is_taken_whole) {
+/* A thread allocates INBOX_SLOTS blocks and exits; this one frees them
+   all, filling that arena's inbox.  The arena; *parked0, what its
+   fastbin held before.  */
+static struct arena *fill_a_gone_threads_inbox(struct whole *w, size_t *parked0) {
   hp_ensure_init();
-  static struct whole w;
   pthread_t th;
-  cr_assert_eq(pthread_create(&th, NULL, alloc_inbox_full, &w), 0);
+  cr_assert_eq(pthread_create(&th, NULL, alloc_inbox_full, w), 0);
   cr_assert_eq(pthread_join(th, NULL), 0);
-  struct arena *ar = arena_for_chunk(mem2chunk(w.p[0]));
-  size_t size = request2size(200), parked0 = fastbin_length(ar, size);
-  for (int i = 0; i < INBOX_SLOTS; i++) hpt_free(w.p[i]);
+  struct arena *ar = arena_for_chunk(mem2chunk(w->p[0]));
+  *parked0 = fastbin_length(ar, request2size(200));
+  for (int i = 0; i < INBOX_SLOTS; i++) hpt_free(w->p[i]);
   cr_assert_eq(ar->inbox.n, INBOX_SLOTS);
+  return ar;
+}
+
+Test(tcache, a_full_inbox_is_taken_whole) {
+  static struct whole w;
+  size_t parked0;
+  struct arena *ar = fill_a_gone_threads_inbox(&w, &parked0);
+  pthread_t th;
   cr_assert_eq(pthread_create(&th, NULL, take_whole_inbox, &w), 0);
   cr_assert_eq(pthread_join(th, NULL), 0);
   cr_assert_eq(w.inbox_after, 0, "taken whole");
@@ -497,16 +507,11 @@ Test(tcache, a_full_inbox_is_taken_whole) {
 /* With fastbins switched off (M_MXFAST 0) after the blocks were sent,
    what the bin has no room for is merged, not parked.  */
 Test(tcache, a_full_inbox_drained_with_fastbins_off_merges_the_rest) {
-  hp_ensure_init();
   static struct whole w;
-  pthread_t th;
-  cr_assert_eq(pthread_create(&th, NULL, alloc_inbox_full, &w), 0);
-  cr_assert_eq(pthread_join(th, NULL), 0);
-  struct arena *ar = arena_for_chunk(mem2chunk(w.p[0]));
-  size_t size = request2size(200), parked0 = fastbin_length(ar, size);
-  for (int i = 0; i < INBOX_SLOTS; i++) hpt_free(w.p[i]);
-  cr_assert_eq(ar->inbox.n, INBOX_SLOTS);
+  size_t parked0;
+  fill_a_gone_threads_inbox(&w, &parked0);
   cr_assert_eq(hpt_mallopt(M_MXFAST, 0), 1);
+  pthread_t th;
   cr_assert_eq(pthread_create(&th, NULL, take_whole_inbox, &w), 0);
   cr_assert_eq(pthread_join(th, NULL), 0);
   cr_assert_eq(w.inbox_after, 0, "taken whole");
