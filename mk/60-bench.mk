@@ -53,12 +53,27 @@ bench-firsttouch: $(BUILD)/bench/touch
 	@python3 bench/run-bench.py --firsttouch --build $(BUILD) --reps $(or $(REPS),3) --mib $(or $(FT_MIB),1024) \
 	  $(if $(FT_IDLE),--idle $(FT_IDLE)) $(if $(BENCH_OUT),--out $(BENCH_OUT))
 
-# What the report concludes from given runs (make check; nothing is
+# The heap's layout on base pages, in TLB misses and page walks counted by
+# a simulation (cachegrind with 4 KiB lines: D1 = the first-level DTLB, LL
+# = the second-level TLB), not timed: the same counts on any CPU.  Default
+# program: pyalloc.py at scale 0.25 (make bench's python3 workload);
+# writes bench/results/tlbsim.{md,json}.  About 2.5 minutes a contender.
+#   make bench-tlbsim
+#   make bench-tlbsim TLBSIM_CONTENDERS=hpm-h0,je TLBSIM_SCALE=0.1 BENCH_OUT=/tmp/r
+.PHONY: bench-tlbsim
+bench-tlbsim: all
+	@python3 bench/tlbsim.py --build $(BUILD) $(if $(TLBSIM_CONTENDERS),--contenders $(TLBSIM_CONTENDERS)) \
+	  $(if $(TLBSIM_SCALE),--scale $(TLBSIM_SCALE)) $(if $(BENCH_OUT),--out $(BENCH_OUT))
+
+# What the reports conclude from given runs (make check; nothing is
 # timed): the seed check's verdict and the bootstrap interval it rests on,
-# on made-up runs.  tests/bench/test_report.py.
+# on made-up runs (tests/bench/test_report.py); what bench/tlbsim.py reads
+# of cachegrind's summary and the geometries it accepts
+# (tests/bench/test_tlbsim.py).
 .PHONY: check-bench
 check-bench:
 	@python3 tests/bench/test_report.py
+	@python3 tests/bench/test_tlbsim.py
 
 CHECK_TARGETS += check-bench
 
