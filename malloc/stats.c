@@ -273,6 +273,19 @@ static unsigned census_index(enum hp_census how) {
   return (unsigned)how < sizeof census_text / sizeof census_text[0] ? (unsigned)how : HP_CENSUS_UNKNOWN;
 }
 
+/* The report's lines on what the kernel did for the heaps: the huge pages
+   it refused, the commits and collapses and their time (milliseconds to a
+   tenth, in integers: no floating point in the allocator's report).  */
+static void report_kernel(void) {
+  report_line("fallbacks: %zu from hugetlb (the pool ran dry), %zu from THP (MADV_HUGEPAGE refused)",
+              atomic_load(&region_fallbacks.hugetlb), atomic_load(&region_fallbacks.thp));
+  size_t commit_ns = atomic_load(&region_costs.commit_ns), collapse_ns = atomic_load(&region_costs.collapse_ns);
+  report_line("kernel work: %zu commits in %zu.%zu ms, %zu collapses in %zu.%zu ms (%zu failed)",
+              atomic_load(&region_costs.commits), commit_ns / 1000000, commit_ns / 100000 % 10,
+              atomic_load(&region_costs.collapses), collapse_ns / 1000000, collapse_ns / 100000 % 10,
+              atomic_load(&region_costs.collapse_failures));
+}
+
 void hp_stats_report(void) {
   hp_ensure_init();
   int cancel_state;
@@ -321,8 +334,7 @@ void hp_stats_report(void) {
   if (mmapped_unregistered())
     report_line("  %zu chunks mapped on their own were not measured (more than the registry holds)",
                 mmapped_unregistered());
-  report_line("fallbacks: %zu from hugetlb (the pool ran dry), %zu from THP (MADV_HUGEPAGE refused)",
-              atomic_load(&region_fallbacks.hugetlb), atomic_load(&region_fallbacks.thp));
+  report_kernel();
   report_line("an arena's \"in use\" includes the %zu blocks in the threads' caches; \"total\" counts them as cached",
               cached_count);
   pthread_setcancelstate(cancel_state, NULL);

@@ -414,6 +414,12 @@ Test(report, what_it_says) {
   cr_assert_not_null(strstr(report, "\nmode 1, huge page 2048 KiB: "), "%s", report);
   cr_assert_not_null(strstr(report, "\nhuge pages backed: measured "), "%s", report);
   cr_assert_not_null(strstr(report, "\nfallbacks: "), "%s", report);
+  /* 24 MiB of small blocks grew the heap: commits, each timed */
+  const char *kw = strstr(report, "\nkernel work: ");
+  cr_assert_not_null(kw, "%s", report);
+  size_t commits = 0, ms = 0, tenths = 0;
+  cr_assert_eq(sscanf(kw, "\nkernel work: %zu commits in %zu.%zu ms, ", &commits, &ms, &tenths), 3, "%s", report);
+  cr_assert(commits >= 1 && tenths <= 9, "%s", report);
   char c[8][16];
   row("arena 0", c);
   cr_assert_str_eq(c[3], "-", "an arena has no cached column: %s", report);
