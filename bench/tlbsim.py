@@ -19,10 +19,12 @@ walk costs comes from the machine (hpm doctor's tlbcost).  Huge pages are
 out of its reach: contenders with huge pages (h1, h2, thp, large) are
 refused.  The default program is bench/workloads/pyalloc.py under
 PYTHONMALLOC=malloc with PYTHONHASHSEED=0 (make bench's python3 workload,
-at a quarter of its size); counts repeat exactly for one build of each
-library.  Writes bench/results/NAME.{md,json}.  Takes about 2.5 minutes per
-contender at scale 0.25 (valgrind runs the program about 50x slower), --jobs
-of them at once.
+at a quarter of its size); for the same builds the counts repeat on any
+machine, within about 0.1% from run to run (the environment's size moves
+the stack, and jemalloc draws part of its layout at random).  Writes
+bench/results/NAME.{md,json}.  Takes about 2.5 minutes per contender at
+scale 0.25 (valgrind runs the program about 50x slower), --jobs of them
+at once.
 """
 import argparse
 import concurrent.futures
@@ -174,7 +176,8 @@ def main():
           "- Program: `%s`%s" % (shown, " with " + " ".join("%s=%s" % kv for kv in sorted(env.items())) if env else ""),
           "- Geometry: first-level DTLB %d entries, %d-way; second-level TLB %d entries, %d-way; 4 KiB pages "
           "(cachegrind's D1 and LL with 4096-byte lines)" % (l1 + l2),
-          "- Counted, not timed: the same build gives the same counts on any machine.", ""]
+          "- Counted, not timed: the same builds give the same counts on any machine, within about 0.1% "
+          "from run to run.", ""]
     md += table(rows, "glibc-h0") + [""]
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, a.name + ".md"), "w") as f:
