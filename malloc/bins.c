@@ -597,7 +597,6 @@ static void *from_binmap(struct arena *ar, size_t nb) {
   return m;
 }
 
-/* Serve nb from the top chunk when it can keep MINSIZE; else NULL.  */
 /* Whole chunks of nb bytes top can give while keeping MINSIZE.  */
 static size_t top_room(struct arena *ar, size_t nb) {
   size_t size = chunksize(ar->top);
@@ -615,6 +614,7 @@ static struct chunk *top_cut(struct arena *ar, size_t len) {
   return v;
 }
 
+/* Serve nb from the top chunk when it can keep MINSIZE; else NULL.  */
 void *top_take(struct arena *ar, size_t nb) {
   if (!top_room(ar, nb)) return NULL;
   struct chunk *v = top_cut(ar, nb);
