@@ -677,15 +677,38 @@ static void split_tail(struct arena *ar, struct chunk *p, size_t size, size_t nb
   int_free_locked(ar, rem);
 }
 
-/* Resize in-use, non-mapped chunk old (of oldsize) to nb, in place when the
-   next chunk is free or top, else by moving.  Returns memory or NULL (old
-   unchanged).  */
+/* A shrink of a chunk above the cache's small classes keeps the whole
+   chunk when the tail it would cut off is less than half the chunk and
+   less than KEEP_TAIL bytes, and top does not follow.  Cut off, such a
+   tail is a fragment the next malloc must sort, the block is left at a
+   size no cache class takes, and the block's next grow must move; kept,
+   the block grows back into it for nothing (the slab allocators' shrink
+   within a size class; mimalloc keeps a block shrunk by less than half).
+   A tail of a page or more goes back, so shrinking a large block still
+   frees memory, and one before top goes back to top, which trim can then
+   return.  Small chunks (up to TC_SMALL_MAX_CHUNK) are split as before:
+   each size is its own cache class there, and a block kept at its old
+   size is freed into a class the program may no longer ask for.
+   Measured with callgrind: `small realloc 0.08` (random sizes 8 bytes to
+   4 KiB, a quarter of the calls shrinks) 341 M instructions against
+   374 M (glibc 349 M), peak RSS 14.6 MB against 14.5 MB; python3
+   pyalloc.py 0.25 (PYTHONMALLOC=malloc) 2.935 G against 2.931 G, and
+   2.940 G when small chunks were kept too.  */
+enum { KEEP_TAIL = 4096 };
+static bool keep_whole(const struct arena *ar, const struct chunk *next, size_t oldsize, size_t nb) {
+  size_t tail = oldsize - nb;
+  return oldsize > TC_SMALL_MAX_CHUNK && tail < KEEP_TAIL && tail < oldsize / 2 && next != ar->top;
+}
+
+/* Resize in-use, non-mapped chunk old (of oldsize) to nb, in place when it
+   shrinks or the next chunk is free or top, else by moving.  Returns
+   memory or NULL (old unchanged).  */
 void *int_realloc(struct arena *ar, struct chunk *old, size_t oldsize, size_t nb) {
   struct chunk *next = chunk_at(old, oldsize);
   size_t nextsize = chunksize(next);
   if (next->size <= CHUNK_HDR || nextsize >= ar->system_mem) hp_fatal("realloc(): invalid next size");
   if (oldsize >= nb) {
-    split_tail(ar, old, oldsize, nb);
+    if (!keep_whole(ar, next, oldsize, nb)) split_tail(ar, old, oldsize, nb);
     return chunk2mem(old);
   }
   if (next == ar->top && oldsize + nextsize >= nb + MINSIZE) {

@@ -460,6 +460,57 @@ Test(bins, realloc_shrink_keeps_address_and_frees_tail) {
   check_main();
 }
 
+Test(bins, realloc_shrink_of_a_large_class_by_less_than_half_keeps_the_chunk) {
+  tcache_off();
+  char *a = hpt_malloc(3000), *g = hpt_malloc(100);
+  cr_assert(a && g);
+  fill(a, 3000, 0x33);
+  size_t whole = chunksize(mem2chunk(a));
+  char *q = hpt_realloc(a, 2000);
+  cr_assert_eq(q, a);
+  cr_assert_eq(chunksize(mem2chunk(q)), whole, "a tail of a third stays in the block");
+  cr_assert_eq(next_chunk(mem2chunk(q)), mem2chunk(g));
+  expect_filled(q, 2000, 0x33);
+  cr_assert_geq(hpt_malloc_usable_size(q), 2000);
+  check_main();
+  /* and the block grows back into it without moving */
+  cr_assert_eq(hpt_realloc(q, 2900), q);
+  expect_filled(q, 2000, 0x33);
+  /* half or more is cut off */
+  q = hpt_realloc(q, 1400);
+  cr_assert_eq(q, a);
+  cr_assert_eq(chunksize(mem2chunk(q)), request2size(1400));
+  cr_assert_not(inuse(next_chunk(mem2chunk(q))), "the cut-off tail was freed");
+  check_main();
+  /* a small chunk (each size its own cache class) is cut as before */
+  char *s = hpt_malloc(1000), *g2 = hpt_malloc(100);
+  cr_assert(s && g2);
+  cr_assert_eq(hpt_realloc(s, 700), s);
+  cr_assert_eq(chunksize(mem2chunk(s)), request2size(700));
+  check_main();
+}
+
+Test(bins, realloc_shrink_gives_back_a_page_or_a_tail_before_top) {
+  tcache_off();
+  char *a = hpt_malloc(20000), *g = hpt_malloc(100);
+  cr_assert(a && g);
+  fill(a, 20000, 0x44);
+  /* a quarter of the block, but more than a page: cut off */
+  char *q = hpt_realloc(a, 15000);
+  cr_assert_eq(q, a);
+  cr_assert_eq(chunksize(mem2chunk(q)), request2size(15000));
+  cr_assert_not(inuse(next_chunk(mem2chunk(q))));
+  expect_filled(q, 15000, 0x44);
+  check_main();
+  /* a small tail before top goes back to top */
+  char *t = hpt_malloc(8000); /* larger than the free tail: from top */
+  cr_assert_eq(next_chunk(mem2chunk(t)), main_arena.top);
+  cr_assert_eq(hpt_realloc(t, 6500), t);
+  cr_assert_eq(chunksize(mem2chunk(t)), request2size(6500));
+  cr_assert_eq(next_chunk(mem2chunk(t)), main_arena.top);
+  check_main();
+}
+
 Test(bins, realloc_moves_when_blocked_and_keeps_contents) {
   tcache_off();
   char *a = hpt_malloc(3000), *g = hpt_malloc(100);
