@@ -691,7 +691,7 @@ static void split_tail(struct arena *ar, struct chunk *p, size_t size, size_t nb
    size is freed into a class the program may no longer ask for.
    Measured with callgrind: `small realloc 0.08` (random sizes 8 bytes to
    4 KiB, a quarter of the calls shrinks) 341 M instructions against
-   374 M (glibc 349 M), peak RSS 14.6 MB against 14.5 MB; python3
+   374 M (glibc 349 M); peak RSS (make bench) 14.7 MB against 14.4 MB; python3
    pyalloc.py 0.25 (PYTHONMALLOC=malloc) 2.935 G against 2.931 G, and
    2.940 G when small chunks were kept too.  */
 enum { KEEP_TAIL = 4096 };
