@@ -440,18 +440,23 @@ Test(bins, realloc_grows_into_free_neighbour_in_place) {
   check_main();
 }
 
+/* realloc(p, n) shrinks p where it is and cuts the tail off: the chunk is
+   n's size, and the chunk after it free.  */
+static void expect_cut(char *p, size_t n) {
+  cr_assert_eq(hpt_realloc(p, n), p);
+  cr_assert_eq(chunksize(mem2chunk(p)), request2size(n));
+  cr_assert_not(inuse(next_chunk(mem2chunk(p))), "the cut-off tail was freed");
+}
+
 Test(bins, realloc_shrink_keeps_address_and_frees_tail) {
   tcache_off();
   char *a = hpt_malloc(5000), *g = hpt_malloc(100);
   cr_assert(a && g);
   fill(a, 5000, 0x22);
-  char *q = hpt_realloc(a, 1000);
-  cr_assert_eq(q, a);
-  cr_assert_eq(chunksize(mem2chunk(q)), request2size(1000));
+  char *q = a;
+  expect_cut(q, 1000);
   expect_filled(q, 1000, 0x22);
-  struct chunk *tail = next_chunk(mem2chunk(q));
-  cr_assert_not(inuse(tail), "the cut-off tail was freed");
-  cr_assert_eq(chunksize(tail), 5008 - request2size(1000));
+  cr_assert_eq(chunksize(next_chunk(mem2chunk(q))), 5008 - request2size(1000));
   check_main();
   /* a shrink by less than MINSIZE keeps the chunk whole */
   size_t before = chunksize(mem2chunk(q));
@@ -477,16 +482,12 @@ Test(bins, realloc_shrink_of_a_large_class_by_less_than_half_keeps_the_chunk) {
   cr_assert_eq(hpt_realloc(q, 2900), q);
   expect_filled(q, 2000, 0x33);
   /* half or more is cut off */
-  q = hpt_realloc(q, 1400);
-  cr_assert_eq(q, a);
-  cr_assert_eq(chunksize(mem2chunk(q)), request2size(1400));
-  cr_assert_not(inuse(next_chunk(mem2chunk(q))), "the cut-off tail was freed");
+  expect_cut(q, 1400);
   check_main();
   /* a small chunk (each size its own cache class) is cut as before */
   char *s = hpt_malloc(1000), *g2 = hpt_malloc(100);
   cr_assert(s && g2);
-  cr_assert_eq(hpt_realloc(s, 700), s);
-  cr_assert_eq(chunksize(mem2chunk(s)), request2size(700));
+  expect_cut(s, 700);
   check_main();
 }
 
@@ -496,11 +497,8 @@ Test(bins, realloc_shrink_gives_back_a_page_or_a_tail_before_top) {
   cr_assert(a && g);
   fill(a, 20000, 0x44);
   /* a quarter of the block, but more than a page: cut off */
-  char *q = hpt_realloc(a, 15000);
-  cr_assert_eq(q, a);
-  cr_assert_eq(chunksize(mem2chunk(q)), request2size(15000));
-  cr_assert_not(inuse(next_chunk(mem2chunk(q))));
-  expect_filled(q, 15000, 0x44);
+  expect_cut(a, 15000);
+  expect_filled(a, 15000, 0x44);
   check_main();
   /* a small tail before top goes back to top */
   char *t = hpt_malloc(8000); /* larger than the free tail: from top */
