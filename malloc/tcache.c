@@ -139,7 +139,7 @@ static void grow(size_t tidx) {
   size_t want = b->cap ? 2 * (size_t)b->cap : first_cap(size);
   if (want > TC_CAP_MAX) want = TC_CAP_MAX;
   size_t room = budget_room(size);
-  b->busy = 1;
+  if (b->events < UINT16_MAX) b->events++;
   if (want > b->cap + room) want = b->cap + room;
   if (want <= b->cap) return;
   hp_self.cap_bytes += (want - b->cap) * size;
@@ -373,24 +373,93 @@ static void flush_all(void) {
   free_by_arena(list, true);
 }
 
-/* Each bin that neither missed nor overflowed since the last pass gives
-   back three quarters of what it did not use, and its cap comes down as
-   much.  A busy bin keeps its chunks: its low-water mark over a pass says
-   little when the pass is short against its traffic.  */
-static void gc(void) {
-  hp_self.events = 0;
-  /* the foreign list goes home too: a thread that stopped freeing other
-     threads' blocks holds none of them for long */
-  struct tc_entry *list = NULL, **tail = detach_foreign(&list);
-  for (size_t i = 0; i < bins_in_use() && !mp.tcache_fixed; i++) {
+/* Each bin that neither missed nor overflowed lately gives back three
+   quarters of what it did not use since the last pass, and its cap comes
+   down as much.  A busy bin keeps its chunks: its low-water mark over a
+   pass says little when the pass is short against its traffic.  */
+static struct tc_entry **give_back_idle(struct tc_entry **tail) {
+  for (size_t i = 0; i < bins_in_use(); i++) {
     struct tc_bin *b = &hp_self.bins[i];
-    size_t idle = b->busy ? 0 : b->low, k = idle - idle / 4;
-    b->busy = 0;
+    size_t idle = b->events ? 0 : b->low, k = idle - idle / 4;
     if (k) {
       tail = detach(i, k, tail);
       shrink(i, k);
     }
     b->low = b->count;
+  }
+  return tail;
+}
+
+static uint64_t isqrt(uint64_t v) {
+  uint64_t x = v, y = (x + 1) / 2;
+  while (y < x) {
+    x = y;
+    y = (x + v / x) / 2;
+  }
+  return x;
+}
+
+/* Lower bin tidx's cap to `cap`, giving back what it holds beyond.  */
+static struct tc_entry **lower_cap(size_t tidx, size_t cap, struct tc_entry **tail) {
+  struct tc_bin *b = &hp_self.bins[tidx];
+  if (b->count > cap) tail = detach(tidx, b->count - cap, tail);
+  shrink(tidx, b->cap - cap);
+  return tail;
+}
+
+/* Once the budget is spent, doubling has given each bin the cap its first
+   misses asked for, and a few large classes can hold most of the budget.
+   So share what the idle bins leave among the busy ones as their traffic
+   says.  A bin of cap C that serves r operations misses or overflows
+   about r / C times, and one more chunk of its s bytes saves about r / C^2
+   of those: the caps that save the most for a budget B are
+   C = B sqrt(r / s) / sum(sqrt(r s)), with r estimated as the bin's
+   events times its cap.  Each pass moves a cap half way there, lowering
+   caps before it raises any, so the budget holds throughout.  */
+static struct tc_entry **rebalance(struct tc_entry **tail) {
+  size_t avail = mp.tcache_bytes, n = bins_in_use();
+  uint64_t w[TC_BINS], total = 0;
+  for (size_t i = 0; i < n; i++) {
+    const struct tc_bin *b = &hp_self.bins[i];
+    size_t held = b->cap * tc_bin_size(i);
+    w[i] = b->events ? isqrt((uint64_t)b->events * (b->cap ? b->cap : 1) * tc_bin_size(i)) : 0;
+    total += w[i];
+    if (!w[i]) avail -= held < avail ? held : avail;
+  }
+  uint16_t next[TC_BINS];
+  for (size_t i = 0; i < n; i++) {
+    struct tc_bin *b = &hp_self.bins[i];
+    b->events /= 2;
+    next[i] = b->cap;
+    if (!w[i]) continue;
+    size_t want = (size_t)((unsigned __int128)avail * w[i] / ((unsigned __int128)total * tc_bin_size(i)));
+    want = want < 1 ? 1 : want > TC_CAP_MAX ? TC_CAP_MAX : want;
+    next[i] = (uint16_t)((b->cap + want + 1) / 2);
+    if (next[i] < b->cap) tail = lower_cap(i, next[i], tail);
+  }
+  for (size_t i = 0; i < n; i++) {
+    struct tc_bin *b = &hp_self.bins[i];
+    size_t size = tc_bin_size(i), more = next[i] > b->cap ? next[i] - b->cap : 0, room = budget_room(size);
+    if (more > room) more = room;
+    hp_self.cap_bytes += more * size;
+    b->cap = (uint16_t)(b->cap + more);
+  }
+  return tail;
+}
+
+/* A pass of the cache's gc: the foreign list goes home, idle bins give
+   back, and a spent budget is shared again.  */
+static void gc(void) {
+  hp_self.events = 0;
+  /* the foreign list goes home too: a thread that stopped freeing other
+     threads' blocks holds none of them for long */
+  struct tc_entry *list = NULL, **tail = detach_foreign(&list);
+  if (!mp.tcache_fixed) {
+    tail = give_back_idle(tail);
+    if (budget_room(1) < mp.tcache_bytes / 8) /* spent, or nearly */
+      (void)rebalance(tail);
+    else
+      for (size_t i = 0; i < bins_in_use(); i++) hp_self.bins[i].events /= 2;
   }
   free_by_arena(list, true);
 }

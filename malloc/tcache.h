@@ -22,9 +22,11 @@
  * overflows on free doubles its cap, within the thread's byte budget
  * (hpmalloc.tcache_bytes, counted over the caps, so the fast paths count
  * nothing); every TC_GC_EVENTS slow-path events a pass gives back three
- * quarters of what stayed unused in each bin since the last pass (its
- * low-water mark) and lowers its cap as much.  Refills and flushes move
- * many chunks per arena lock.
+ * quarters of what stayed unused in each idle bin since the last pass (its
+ * low-water mark) and lowers its cap as much, and once the budget is spent
+ * it shares the budget again among the busy bins by their traffic and
+ * size (tcache.c, rebalance).  Refills and flushes move many chunks per
+ * arena lock.
  *
  * Whose chunks.  The bins take only chunks of the thread's own arena
  * (hp_self.home says which: arena_home_tag).  A block another thread
@@ -69,10 +71,10 @@ struct tc_entry {
 
 struct tc_bin {
   struct tc_entry *head;
-  uint16_t count; /* chunks in the bin */
-  uint16_t cap;   /* the most it may hold now; 0 while the cache is off */
-  uint16_t low;   /* the least it held since the last gc pass */
-  uint16_t busy;  /* it missed or overflowed since the last gc pass */
+  uint16_t count;  /* chunks in the bin */
+  uint16_t cap;    /* the most it may hold now; 0 while the cache is off */
+  uint16_t low;    /* the least it held since the last gc pass */
+  uint16_t events; /* its misses and overflows, halved at each gc pass */
 };
 
 struct arena;

@@ -797,6 +797,35 @@ Test(tcache, gc_keeps_a_bin_in_use) {
   cr_assert_geq(bin->count, N);
 }
 
+/* The budget spent by a large class whose working set still overflows
+   its bin now and then, and a small class with a hundred times its
+   traffic: the gc shares the budget again, by traffic and size, so the
+   small bin gets the room doubling alone would never have given it.  */
+Test(tcache, gc_shares_a_spent_budget_by_traffic) {
+  tunables("hpmalloc.tcache_bytes=65536");
+  enum { L = 12, S = 200 };
+  void *big[L], *small[S];
+  struct tc_bin *lb = bin_of(8000), *sb = bin_of(100);
+  for (int r = 0; r < 4; r++) { /* the large class takes the whole budget first */
+    for (int i = 0; i < L; i++) big[i] = hpt_malloc(8000);
+    for (int i = 0; i < L; i++) hpt_free(big[i]);
+  }
+  cr_assert_eq(lb->cap * tc_bin_size(tidx_of(8000)), 65536, "the large bin holds the budget (cap %u)", lb->cap);
+  for (int r = 0; r < 200; r++) {
+    for (int i = 0; i < L; i++) big[i] = hpt_malloc(8000);
+    for (int i = 0; i < L; i++) hpt_free(big[i]);
+    for (int i = 0; i < S; i++) small[i] = hpt_malloc(100);
+    for (int i = 0; i < S; i++) hpt_free(small[i]);
+  }
+  cr_assert_geq(sb->cap, 100, "the busy small bin got most of the budget (cap %u)", sb->cap);
+  cr_assert_lt(lb->cap, 8, "the large one gave some back (cap %u)", lb->cap);
+  cr_assert_geq(lb->cap, 1, "and keeps a little");
+  cr_assert_leq(hp_self.cap_bytes, 65536);
+  cr_assert_leq(lb->count, lb->cap);
+  cr_assert_leq(sb->count, sb->cap);
+  check_all_arenas();
+}
+
 /* ================================================================ glibc's fixed caps */
 
 Test(tcache_fixed, count_limit_sends_eighth_to_arena) {
