@@ -67,6 +67,10 @@ struct arena {
      flushes seen.  */
   size_t flush_parked, fast_merged;
   unsigned flushes;
+  /* Top kept beyond top_pad when free trims (top.c, trim_keep), and
+     whether the heap was trimmed since it last grew.  */
+  size_t trim_keep;
+  bool trimmed;
   struct inbox inbox; /* guarded by inbox.lock */
   /* Guarded by hp_list_lock: */
   struct arena *next;      /* all arenas, a ring starting at the main arena (see arena_next) */

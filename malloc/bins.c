@@ -337,7 +337,8 @@ static void free_and_trim(struct arena *ar, struct chunk *p, bool park) {
   if (c && chunksize(c) >= FASTBIN_CONSOLIDATION_THRESHOLD) {
     if (c != ar->top) heap_release_drained(ar, c);
     if (have_fast(ar)) malloc_consolidate(ar);
-    if (chunksize(ar->top) >= mp.trim_threshold) sys_trim(ar, mp.top_pad);
+    size_t keep = mp.no_dyn_threshold ? 0 : ar->trim_keep;
+    if (chunksize(ar->top) >= mp.trim_threshold + keep && sys_trim(ar, mp.top_pad + keep)) ar->trimmed = true;
   }
 }
 

