@@ -130,20 +130,24 @@ static size_t first_cap(size_t size) {
   return n < 1 ? 1 : n > TC_FIRST_CAP ? TC_FIRST_CAP : n;
 }
 
-/* Bin tidx missed or overflowed: double its cap, within the budget (when
-   it is spent, the next gc pass takes back what idle bins hold).  */
-static void grow(size_t tidx) {
-  if (mp.tcache_fixed) return;
+/* Raise bin tidx's cap towards `want`, as far as the budget has room.  */
+static void raise_cap(size_t tidx, size_t want) {
   struct tc_bin *b = &hp_self.bins[tidx];
-  size_t size = tc_bin_size(tidx);
-  size_t want = b->cap ? 2 * (size_t)b->cap : first_cap(size);
-  if (want > TC_CAP_MAX) want = TC_CAP_MAX;
-  size_t room = budget_room(size);
-  if (b->events < UINT16_MAX) b->events++;
+  size_t size = tc_bin_size(tidx), room = budget_room(size);
   if (want > b->cap + room) want = b->cap + room;
   if (want <= b->cap) return;
   hp_self.cap_bytes += (want - b->cap) * size;
   b->cap = (uint16_t)want;
+}
+
+/* Bin tidx missed or overflowed: double its cap, within the budget (when
+   it is spent, the next gc pass shares it again).  */
+static void grow(size_t tidx) {
+  if (mp.tcache_fixed) return;
+  struct tc_bin *b = &hp_self.bins[tidx];
+  size_t want = b->cap ? 2 * (size_t)b->cap : first_cap(tc_bin_size(tidx));
+  if (b->events < UINT16_MAX) b->events++;
+  raise_cap(tidx, want > TC_CAP_MAX ? TC_CAP_MAX : want);
 }
 
 static void shrink(size_t tidx, size_t by) {
@@ -390,8 +394,11 @@ static struct tc_entry **give_back_idle(struct tc_entry **tail) {
   return tail;
 }
 
+/* floor(sqrt(v)), by Newton's method from a power of two at or above
+   the root: a handful of divisions.  */
 static uint64_t isqrt(uint64_t v) {
-  uint64_t x = v, y = (x + 1) / 2;
+  if (v < 2) return v;
+  uint64_t x = UINT64_C(1) << ((65 - (unsigned)__builtin_clzll(v)) / 2), y = (x + v / x) / 2;
   while (y < x) {
     x = y;
     y = (x + v / x) / 2;
@@ -415,8 +422,9 @@ static struct tc_entry **lower_cap(size_t tidx, size_t cap, struct tc_entry **ta
    of those: the caps that save the most for a budget B are
    C = B sqrt(r / s) / sum(sqrt(r s)), with r estimated as the bin's
    events times its cap.  Each pass moves a cap half way there, lowering
-   caps before it raises any, so the budget holds throughout.  */
-static struct tc_entry **rebalance(struct tc_entry **tail) {
+   caps before it raises any, so the budget holds throughout.  What a
+   lowered bin gives back is appended to the list ending at *tail.  */
+static void rebalance(struct tc_entry **tail) {
   size_t avail = mp.tcache_bytes, n = bins_in_use();
   uint64_t w[TC_BINS], total = 0;
   for (size_t i = 0; i < n; i++) {
@@ -437,14 +445,7 @@ static struct tc_entry **rebalance(struct tc_entry **tail) {
     next[i] = (uint16_t)((b->cap + want + 1) / 2);
     if (next[i] < b->cap) tail = lower_cap(i, next[i], tail);
   }
-  for (size_t i = 0; i < n; i++) {
-    struct tc_bin *b = &hp_self.bins[i];
-    size_t size = tc_bin_size(i), more = next[i] > b->cap ? next[i] - b->cap : 0, room = budget_room(size);
-    if (more > room) more = room;
-    hp_self.cap_bytes += more * size;
-    b->cap = (uint16_t)(b->cap + more);
-  }
-  return tail;
+  for (size_t i = 0; i < n; i++) raise_cap(i, next[i]);
 }
 
 /* A pass of the cache's gc: the foreign list goes home, idle bins give
@@ -457,7 +458,7 @@ static void gc(void) {
   if (!mp.tcache_fixed) {
     tail = give_back_idle(tail);
     if (budget_room(1) < mp.tcache_bytes / 8) /* spent, or nearly */
-      (void)rebalance(tail);
+      rebalance(tail);
     else
       for (size_t i = 0; i < bins_in_use(); i++) hp_self.bins[i].events /= 2;
   }
