@@ -236,8 +236,13 @@ static void free_core(struct chunk *c) {
   free_to_cache_or_arena(c, size);
 }
 
+/* Does chunk c of `size` neither wrap the address space nor sit
+   misaligned?  (glibc's "free(): invalid pointer" checks.)  */
+static inline bool pointer_ok(const struct chunk *c, size_t size) {
+  return (uintptr_t)c <= (uintptr_t)-size && aligned_ok((uintptr_t)chunk2mem(c));
+}
 static inline void check_pointer(const struct chunk *c, size_t size, const char *msg) {
-  if (HP_UNLIKELY((uintptr_t)c > (uintptr_t)-size || !aligned_ok((uintptr_t)chunk2mem(c)))) hp_fatal(msg);
+  if (HP_UNLIKELY(!pointer_ok(c, size))) hp_fatal(msg);
 }
 
 /* errno is kept by the layers below (region.c saves it around the kernel).  */
@@ -273,13 +278,16 @@ HP_EXPORT void HP_API(free)(void *p) {
     /* a chunk its arena holds free says so in its header (ARENA_FREE) */
     if (HP_LIKELY(!(head & (IS_MMAPPED | ARENA_FREE)))) {
       size_t size = head & ~(size_t)SIZE_BITS;
-      check_pointer(c, size, "free(): invalid pointer");
-      if (HP_UNLIKELY(size < MINSIZE)) hp_fatal("free(): invalid size");
-      size_t tidx = csize2tidx(size);
-      if (HP_LIKELY(tidx < mp.tcache_bins)) {
+      /* A pointer that fails the checks, or a size below MINSIZE (whose
+         class index wraps past every bin), goes to free_slow, which
+         reports it: this path then makes no call that needs a frame.  */
+      if (HP_UNLIKELY(!pointer_ok(c, size))) goto slow;
+      /* the small bins' classes, tested without shifting the size: a
+         size below MINSIZE wraps past them */
+      if (HP_LIKELY(size - MINSIZE < mp.tcache_small_span)) {
         /* a cached chunk carries the key, whether or not this bin has room */
         struct tc_entry *e = (struct tc_entry *)p;
-        struct tc_bin *b = &hp_self.bins[tidx];
+        struct tc_bin *b = tcache_small_bin(size);
         if (HP_LIKELY(e->key != hp_tcache_key)) {
           if (HP_UNLIKELY(tcache_is_foreign(c, head))) {
             tcache_foreign(c);
@@ -290,13 +298,16 @@ HP_EXPORT void HP_API(free)(void *p) {
             return;
           }
         }
-        free_to_bin(c, tidx);
+        free_to_bin(c, csize2tidx(size));
         return;
       }
-      free_to_cache_or_arena(c, size);
-      return;
+      if (HP_LIKELY(size >= MINSIZE)) {
+        free_to_cache_or_arena(c, size);
+        return;
+      }
     }
   }
+slow:
   free_slow(p);
 }
 

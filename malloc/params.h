@@ -32,6 +32,7 @@ struct hp_params {
   int perturb;
   size_t tcache_max_bytes;  /* largest request the per-thread cache takes (glibc.malloc.tcache_max) */
   size_t tcache_bins;       /* small bins in use (tcache.h) */
+  size_t tcache_small_span; /* tcache_bins * HP_ALIGN: free tests size - MINSIZE against it */
   size_t tcache_large_bins; /* large bins in use */
   size_t tcache_count;      /* glibc.malloc.tcache_count: every bin's cap when tcache_fixed */
   bool tcache_fixed;        /* tcache_count was set: fixed caps, as glibc; else caps adapt */

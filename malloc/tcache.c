@@ -98,6 +98,7 @@ void tcache_configure(void) {
   size_t large = 0;
   while (large < TC_LARGE_BINS && tc_bin_size(TC_SMALL_BINS + large) - SIZE_SZ <= tmax) large++;
   mp.tcache_bins = small;
+  mp.tcache_small_span = small * HP_ALIGN;
   mp.tcache_large_bins = small == TC_SMALL_BINS ? large : 0;
   /* the largest request the bins in use really take (glibc rounds the same way) */
   mp.tcache_max_bytes = tc_bin_size(mp.tcache_bins + mp.tcache_large_bins - 1) - SIZE_SZ;

@@ -104,6 +104,13 @@ extern uintptr_t hp_tcache_key HP_INTERNAL;  /* random, odd; set once at start-u
 
 /* The small bin of a chunk size (and the usable size of a small bin).  */
 static inline size_t csize2tidx(size_t csz) { return (csz - MINSIZE) / HP_ALIGN; }
+/* The small bin of chunk size csz: bins lie HP_ALIGN bytes apart, as
+   classes do, so csz - MINSIZE is the bin's byte offset (free's inline
+   path saves the shift there and back).  */
+_Static_assert(sizeof(struct tc_bin) == HP_ALIGN, "a small bin per HP_ALIGN bytes of chunk size");
+static inline struct tc_bin *tcache_small_bin(size_t csz) {
+  return (struct tc_bin *)((char *)hp_self.bins + (csz - MINSIZE));
+}
 static inline size_t tidx2usize(size_t i) { return i * HP_ALIGN + MINSIZE - SIZE_SZ; }
 
 /* The large class of a chunk size in (TC_SMALL_MAX_CHUNK, TC_MAX_CHUNK]:

@@ -916,6 +916,23 @@ static void do_free_misaligned(void) {
 
 Test(bins_corrupt, free_misaligned_pointer) { expect_abort(do_free_misaligned, "free(): invalid pointer"); }
 
+/* A header whose size is below MINSIZE, zero, or wraps the address space,
+   with the cache on: free's inline path must hand each to the checks
+   that report it, in glibc's words.  */
+static void free_with_size(size_t size) {
+  char *a = hpt_malloc(100);
+  struct chunk *c = mem2chunk(a);
+  c->size = size | (c->size & (PREV_INUSE | NON_MAIN_ARENA));
+  hpt_free(a);
+}
+static void do_free_size_16(void) { free_with_size(16); }
+static void do_free_size_0(void) { free_with_size(0); }
+static void do_free_size_wraps(void) { free_with_size((size_t)-4096); }
+
+Test(bins_corrupt, free_size_below_minsize) { expect_abort(do_free_size_16, "free(): invalid size"); }
+Test(bins_corrupt, free_size_zero) { expect_abort(do_free_size_0, "free(): invalid pointer"); }
+Test(bins_corrupt, free_size_wrapping) { expect_abort(do_free_size_wraps, "free(): invalid pointer"); }
+
 static void do_check_heap_footer(void) {
   tcache_off();
   char *a = hpt_malloc(2000), *g = hpt_malloc(100);
