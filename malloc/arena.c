@@ -152,6 +152,7 @@ void arena_thread_register(void) {
 static void bind_thread(struct arena *ar) {
   hp_self.arena = ar;
   hp_self.home = arena_home_tag(ar);
+  if (ar) tcache_adopt(ar);
 }
 
 /* The arena the calling thread allocates from, the first time (later

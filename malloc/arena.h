@@ -73,6 +73,7 @@ struct arena {
   bool trimmed;
   struct inbox inbox; /* guarded by inbox.lock */
   /* Guarded by hp_list_lock: */
+  struct tc_left left;     /* the cache its last thread left (tcache.h) */
   struct arena *next;      /* all arenas, a ring starting at the main arena (see arena_next) */
   struct arena *next_free; /* arenas with no attached thread */
   size_t attached_threads;

@@ -82,11 +82,14 @@ static bool on_list(const struct tc_entry *e, struct tc_entry *head, size_t coun
   return false;
 }
 
+static bool left_holds(const struct tc_entry *e, size_t tidx);
+
 /* e carries the key: either a block freed already or a coincidence.  Scan
-   the bin and the foreign list; found, it is fatal with `msg`.  */
+   the bin, the foreign list and the cache a thread left e's arena;
+   found, it is fatal with `msg`.  */
 void tcache_fatal_if_cached(const struct tc_entry *e, size_t tidx, const char *msg) {
   if (on_list(e, hp_self.bins[tidx].head, hp_self.bins[tidx].count) ||
-      on_list(e, hp_self.foreign, hp_self.foreign_count))
+      on_list(e, hp_self.foreign, hp_self.foreign_count) || left_holds(e, tidx))
     hp_fatal(msg);
 }
 
@@ -517,14 +520,12 @@ static void inbox_drain(struct arena *ar) {
 
 void *tcache_refill(size_t tidx, size_t nb) {
   grow(tidx);
-  struct arena *ar = arena_of_thread();
-  if (__atomic_load_n(&ar->inbox.n, __ATOMIC_RELAXED)) {
-    inbox_drain(ar);
-    if (hp_self.bins[tidx].head) {
-      region_run_deferred(); /* a drain with fastbins off merges, and may trim */
-      slow_event();
-      return tcache_get(tidx);
-    }
+  struct arena *ar = arena_of_thread(); /* binding the thread may fill its bins (tcache_adopt) */
+  if (__atomic_load_n(&ar->inbox.n, __ATOMIC_RELAXED)) inbox_drain(ar);
+  if (hp_self.bins[tidx].head) {
+    region_run_deferred(); /* a drain with fastbins off merges, and may trim */
+    slow_event();
+    return tcache_get(tidx);
   }
   bool lk = arena_lock_if_needed(ar);
   hp_self.filling = !mp.tcache_fixed;
@@ -606,6 +607,119 @@ void tcache_foreign(struct chunk *c) {
   slow_event();
 }
 
+/* ------------------------------------------------------------------ left caches */
+
+/* A thread that exits as the last one bound to its arena leaves its bins
+   to the arena as they are (struct tc_left), and the next thread bound to
+   the arena, whose bins are empty then, takes them whole.  A flush at the
+   exit merged every cached chunk, and the next thread's first misses
+   carved the same memory again, a bin at a time: where threads come and
+   go (larson) that cost 6% of the CPU time; malloc/README.md, "Left
+   caches".  Only one cache waits per arena: a second thread that ends
+   while one waits flushes as before, and so does a cache whose chunks
+   border more free memory than the trim threshold (cache_borders_free),
+   which merging them would let the arena give back.  The chunks
+   stay in use in the arena's eyes, keyed, so a second free of one is
+   caught (tcache_fatal_if_cached looks here too); the statistics count
+   them free, and malloc_trim gives them back.  All of it under
+   hp_list_lock, which binding and thread exit take anyway.  */
+
+static void list_lock(void) {
+  if (!hp_self.in_fork) pthread_mutex_lock(&hp_list_lock);
+}
+static void list_unlock(void) {
+  if (!hp_self.in_fork) pthread_mutex_unlock(&hp_list_lock);
+}
+
+static bool bins_empty(void) {
+  for (size_t i = 0; i < TC_BINS; i++)
+    if (hp_self.bins[i].count) return false;
+  return true;
+}
+
+static bool left_holds(const struct tc_entry *e, size_t tidx) {
+  struct arena *ar = arena_for_chunk(mem2chunk(e));
+  list_lock();
+  bool held = ar->left.held && on_list(e, ar->left.bins[tidx].head, ar->left.bins[tidx].count);
+  list_unlock();
+  return held;
+}
+
+/* Would merging the cached chunks of ar make a free run larger than the
+   trim threshold: memory the arena could give back or serve a larger
+   request from?  (A thread that freed what it built before it ended: its
+   last chunks border that memory.)  Top's own size does not count: top
+   trims without them.  */
+static bool cache_borders_free(struct arena *ar) {
+  size_t longest = 0;
+  bool lk = arena_lock_if_needed(ar);
+  for (size_t i = 0; i < TC_BINS && longest <= mp.trim_threshold; i++) {
+    size_t n = 0;
+    for (struct tc_entry *e = hp_self.bins[i].head; e && n++ < hp_self.bins[i].count;
+         e = (struct tc_entry *)reveal_ptr(&e->next, e->next)) {
+      struct chunk *c = mem2chunk(e);
+      if (!aligned_ok((uintptr_t)e) || arena_for_chunk(c) != ar) continue;
+      struct chunk *next = next_chunk(c);
+      size_t run = chunksize(c);
+      if (next != ar->top && (next->size & ARENA_FREE)) run += chunksize(next);
+      if (!prev_inuse(c)) run += c->prev_size;
+      if (run > longest) longest = run;
+    }
+  }
+  arena_unlock_if(ar, lk);
+  return longest > mp.trim_threshold;
+}
+
+/* Leave the thread's bins to its arena, if it is the arena's last thread,
+   no cache waits there yet and merging the cache would give nothing back
+   (with hp_list_lock); its bins are empty then.  */
+static void leave_cache(bool borders_free) {
+  struct arena *ar = hp_self.arena;
+  if (!ar || !hp_self.on || borders_free || ar->attached_threads != 1 || ar->left.held) return;
+  struct tc_left *l = &ar->left;
+  l->count = l->bytes = 0;
+  for (size_t i = 0; i < TC_BINS; i++) {
+    l->bins[i] = hp_self.bins[i];
+    l->count += l->bins[i].count;
+    l->bytes += l->bins[i].count * tc_bin_size(i);
+    hp_self.bins[i].head = NULL;
+    hp_self.bins[i].count = 0;
+  }
+  l->cap_bytes = hp_self.cap_bytes;
+  __atomic_store_n(&l->held, true, __ATOMIC_RELAXED); /* read unlocked as a hint (tcache_adopt) */
+}
+
+void tcache_adopt(struct arena *ar) {
+  if (!hp_self.on || !__atomic_load_n(&ar->left.held, __ATOMIC_RELAXED) || !bins_empty()) return;
+  list_lock();
+  struct tc_left *l = &ar->left;
+  if (l->held) {
+    for (size_t i = 0; i < TC_BINS; i++) hp_self.bins[i] = l->bins[i];
+    hp_self.cap_bytes = l->cap_bytes;
+    __atomic_store_n(&l->held, false, __ATOMIC_RELAXED);
+  }
+  list_unlock();
+}
+
+/* Take every left cache into the calling thread's bins, empty then, and
+   flush them (malloc_trim).  */
+static void reclaim_left(void) {
+  for (struct arena *ar = &main_arena; ar; ar = arena_next(ar)) {
+    if (!__atomic_load_n(&ar->left.held, __ATOMIC_RELAXED)) continue;
+    list_lock();
+    bool took = ar->left.held;
+    if (took) {
+      for (size_t i = 0; i < TC_BINS; i++) { /* the chunks only: the caps stay the caller's */
+        hp_self.bins[i].head = ar->left.bins[i].head;
+        hp_self.bins[i].count = ar->left.bins[i].count;
+      }
+      __atomic_store_n(&ar->left.held, false, __ATOMIC_RELAXED);
+    }
+    list_unlock();
+    if (took) flush_all();
+  }
+}
+
 /* ------------------------------------------------------------------ threads */
 
 /* First allocation of a thread: switch its cache on and list it.  */
@@ -635,13 +749,21 @@ void tcache_flush(void) {
 
 void tcache_reset(void) {
   flush_all();
+  reclaim_left();
   if (hp_self.on) caps_start();
 }
 
 /* The thread is exiting (arena.c's key destructor): give the cache back
    and leave the list.  */
 void tcache_thread_end(void) {
-  tcache_flush();
+  struct tc_entry *list = NULL;
+  detach_foreign(&list);
+  free_by_arena(list, true);
+  bool borders_free = hp_self.arena && hp_self.on && cache_borders_free(hp_self.arena);
+  pthread_mutex_lock(&hp_list_lock);
+  leave_cache(borders_free);
+  pthread_mutex_unlock(&hp_list_lock);
+  tcache_flush(); /* whatever the arena was not left */
   pthread_mutex_lock(&hp_list_lock);
   if (hp_self.prev_next) *hp_self.prev_next = hp_self.next_thread;
   if (hp_self.next_thread) hp_self.next_thread->prev_next = hp_self.prev_next;
@@ -671,6 +793,11 @@ void tcache_totals(size_t *count, size_t *bytes) {
     n += __atomic_load_n(&t->foreign_count, __ATOMIC_RELAXED);
     b += __atomic_load_n(&t->foreign_bytes, __ATOMIC_RELAXED);
   }
+  for (const struct arena *ar = &main_arena; ar; ar = arena_next(ar))
+    if (ar->left.held) {
+      n += ar->left.count;
+      b += ar->left.bytes;
+    }
   if (lk) pthread_mutex_unlock(&hp_list_lock);
   *count = n;
   *bytes = b;

@@ -79,6 +79,16 @@ struct tc_bin {
 
 struct arena;
 
+/* The cache a thread left its arena when it exited (tcache.c, "Left
+   caches"): its bins as they were, for the next thread bound to the
+   arena to take whole.  In struct arena; guarded by hp_list_lock.  */
+struct tc_left {
+  struct tc_bin bins[TC_BINS];
+  size_t cap_bytes;    /* the leaving thread's: the caps come with the bins */
+  size_t count, bytes; /* the chunks held, for the statistics */
+  bool held;
+};
+
 struct hp_thread {
   struct tc_bin bins[TC_BINS];
   bool on;                  /* the cache is on: false before the thread's first call, under valgrind,
@@ -184,11 +194,15 @@ HP_INTERNAL void tcache_thread_start(void);
 /* Give every cached chunk back to its arena and switch the cache off (a
    thread that exits).  */
 HP_INTERNAL void tcache_flush(void);
-/* Give every cached chunk back and start again with the initial caps
-   (malloc_trim).  */
+/* Give every cached chunk back, and every left cache, and start again
+   with the initial caps (malloc_trim).  */
 HP_INTERNAL void tcache_reset(void);
-/* The thread is exiting: flush, and leave the list of threads.  */
+/* The thread is exiting: leave the cache to the arena or flush it, and
+   leave the list of threads.  */
 HP_INTERNAL void tcache_thread_end(void);
+/* The thread was bound to arena ar: take the cache a thread left there,
+   if the thread's own bins are empty.  */
+HP_INTERNAL void tcache_adopt(struct arena *ar);
 /* In a fork child (every lock held): the forking thread is the only one.  */
 HP_INTERNAL void tcache_fork_child(void);
 
@@ -203,7 +217,8 @@ HP_INTERNAL void tcache_overflow(struct chunk *c, size_t tidx);
    of its neighbours (hp_fatal with glibc's message on corruption).  */
 HP_INTERNAL void tcache_check_neighbours(const struct chunk *c);
 
-/* Every live thread's cache, for the statistics: chunks and bytes.  */
+/* Every live thread's cache and every left cache, for the statistics:
+   chunks and bytes.  */
 HP_INTERNAL void tcache_totals(size_t *count, size_t *bytes);
 
 /* Set from the tunables at start-up (init.c): whether caps are fixed, the

@@ -307,7 +307,7 @@ Test(arena, blocks_freed_by_another_thread_go_home) {
   cr_assert_eq(hp_self.bins[csize2tidx(request2size(200))].count, 0, "not into this thread's bins");
   cr_assert_eq(hp_self.foreign_count, 40, "but on its way home, on the foreign list");
   check_all_arenas();
-  tcache_flush();
+  hpt_malloc_trim(0); /* this thread's cache, and the one the thread left its arena */
   arena_lock(b.ar);
   cr_assert_eq(b.ar->top, b.ar->heap->first, "all of the thread arena is free again");
   arena_unlock(b.ar);

@@ -462,6 +462,7 @@ struct whole {
 static void *alloc_inbox_full(void *arg) {
   struct whole *w = arg;
   for (int i = 0; i < INBOX_SLOTS; i++) w->p[i] = hpt_malloc(200);
+  tcache_flush(); /* no cache left to the arena: the next thread's bins start empty */
   return NULL;
 }
 
@@ -1218,7 +1219,17 @@ static void *first_alloc_thread(void *arg) {
   return NULL;
 }
 
-Test(tcache, thread_exit_flushes_cache_to_its_arena) {
+static size_t left_count_of(const struct tc_left *l) {
+  size_t n = 0;
+  for (size_t i = 0; i < TC_BINS; i++) n += l->bins[i].count;
+  return n;
+}
+
+/* The block the next malloc(24) of a thread holding left cache l would
+   get: the head of the 24-byte bin.  */
+static void *left_head_24(const struct tc_left *l) { return l->bins[csize2tidx(request2size(24))].head; }
+
+Test(tcache, thread_exit_leaves_cache_to_its_arena) {
   hp_ensure_init();
   struct thread_blocks tb = { .n = 30 };
   pthread_t th;
@@ -1227,18 +1238,69 @@ Test(tcache, thread_exit_flushes_cache_to_its_arena) {
   struct arena *ar = tb.ar;
   cr_assert_not_null(ar);
   cr_assert_neq(ar, &main_arena, "a new thread gets its own arena");
+  cr_assert(ar->left.held, "its last thread left the arena its cache");
+  size_t left = left_count_of(&ar->left);
+  cr_assert_geq(left, 25, "the freed blocks are in it (%zu)", left);
+  cr_assert_eq(ar->left.count, left);
+  size_t n, b;
+  tcache_totals(&n, &b);
+  cr_assert_eq(n, left, "the statistics count it");
+  void *next = left_head_24(&ar->left);
+  cr_assert_eq(next, tb.p[24], "the last 24-byte block freed heads its bin");
+  check_all_arenas();
+  /* the next thread bound to the arena takes the cache whole */
+  struct thread_blocks tb2 = { .n = 1 };
+  cr_assert_eq(pthread_create(&th, NULL, first_alloc_thread, &tb2), 0);
+  cr_assert_eq(pthread_join(th, NULL), 0);
+  cr_assert_eq(tb2.ar, ar);
+  cr_assert_eq(tb2.p[0], next, "its first malloc pops the left bin");
+  cr_assert(ar->left.held, "and it left the rest when it ended");
+  cr_assert_eq(left_count_of(&ar->left), left - 1);
+  check_all_arenas();
+  /* malloc_trim gives a left cache back to its arena */
+  hpt_free(tb2.p[0]);
+  hpt_malloc_trim(0);
+  cr_assert_not(ar->left.held);
+  tcache_totals(&n, &b);
+  cr_assert_eq(n, 0);
   arena_lock(ar);
   cr_assert_eq(ar->top, ar->heap->first, "every block came back: the heap is one free top chunk");
   for (unsigned i = 0; i < NFASTBINS; i++) cr_assert_null(ar->fastbins[i]);
   arena_unlock(ar);
   check_all_arenas();
-  /* the arena is free again; the next thread takes it and reuses the memory */
-  struct thread_blocks tb2 = { .n = 1 };
-  cr_assert_eq(pthread_create(&th, NULL, first_alloc_thread, &tb2), 0);
+}
+
+/* An arena a thread still uses gets no left cache: the thread that ends
+   flushes, as glibc's does.  */
+Test(tcache, thread_exit_beside_another_thread_of_its_arena_flushes) {
+  cr_assert_eq(hpt_mallopt(M_ARENA_MAX, 1), 1);
+  hp_ensure_init();
+  size_t n0, b0;
+  tcache_totals(&n0, &b0);
+  struct thread_blocks tb = { .n = 30 };
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, alloc_free_thread, &tb), 0);
   cr_assert_eq(pthread_join(th, NULL), 0);
-  cr_assert_eq(tb2.ar, ar);
-  cr_assert_eq(tb2.p[0], tb.p[0], "the first block's memory is handed out again");
+  cr_assert_eq(tb.ar, &main_arena, "one arena: the main thread's");
+  cr_assert_not(main_arena.left.held);
+  size_t n, b;
+  tcache_totals(&n, &b);
+  cr_assert_eq(n, n0, "nothing of the thread's is cached anywhere");
   check_all_arenas();
+}
+
+/* A block a thread freed and left in its cache, freed again by another
+   thread, is caught as the second free of a cached block.  */
+static void do_double_free_of_a_left_block(void) {
+  struct thread_blocks tb = { .n = 30 };
+  pthread_t th;
+  if (pthread_create(&th, NULL, alloc_free_thread, &tb) != 0 || pthread_join(th, NULL) != 0) return;
+  if (!tb.ar->left.held) return;
+  hpt_free(tb.p[24]);
+}
+
+Test(tcache, a_left_block_freed_again_is_a_double_free) {
+  expect_abort(do_double_free_of_a_left_block, "free(): double free detected in tcache 2");
 }
 
 /* Start a thread that caches 30 blocks and waits at the barrier (twice)
@@ -1266,8 +1328,12 @@ Test(tcache, other_threads_caches_are_counted_until_they_exit) {
   cr_assert_eq(pthread_join(th, NULL), 0);
   size_t n2, b2;
   tcache_totals(&n2, &b2);
-  cr_assert_eq(n2, n0, "a thread that exited has no cache left");
-  cr_assert_eq(b2, b0);
+  cr_assert_eq(n2, n1, "the cache a thread left its arena is counted");
+  cr_assert_eq(b2, b1);
+  hpt_malloc_trim(0);
+  tcache_totals(&n2, &b2);
+  cr_assert_eq(n2, 0, "until malloc_trim gives it back, with this thread's");
+  cr_assert_eq(b2, 0);
 }
 
 Test(tcache, fork_child_keeps_only_its_own_cache) {
