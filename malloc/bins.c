@@ -338,7 +338,11 @@ static void free_and_trim(struct arena *ar, struct chunk *p, bool park) {
     if (c != ar->top) heap_release_drained(ar, c);
     if (have_fast(ar)) malloc_consolidate(ar);
     size_t keep = mp.no_dyn_threshold ? 0 : ar->trim_keep;
-    if (chunksize(ar->top) >= mp.trim_threshold + keep && sys_trim(ar, mp.top_pad + keep)) ar->trimmed = true;
+    /* an emptied heap goes whatever top's size: the heap before it may
+       hold far more free memory at its end (glibc's heap_trim) */
+    bool released = heap_release_empty(ar, mp.top_pad + keep);
+    if (chunksize(ar->top) >= mp.trim_threshold + keep && sys_trim(ar, mp.top_pad + keep)) released = true;
+    if (released) ar->trimmed = true;
   }
 }
 

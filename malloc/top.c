@@ -254,14 +254,18 @@ void *sys_grow(struct arena *ar, size_t nb) {
   return NULL;
 }
 
-/* Drop the current heap when it holds nothing but top, returning to the
-   previous heap (whose free tail becomes top again).  */
-static bool release_empty_heap(struct arena *ar) {
+/* Drop the current heap when it holds nothing but top and the previous
+   heap can still grow top by `pad` bytes (its free tail and the space it
+   has not committed), returning to the previous heap, whose free tail
+   becomes top again: glibc's heap_trim.  */
+static bool release_empty_heap(struct arena *ar, size_t pad) {
   struct heap *h = ar->heap, *prev = h->prev;
   if (!prev) return false;
   if (ar->top != h->first) return false;
   struct chunk *fence = prev->fence, *t = fence;
-  if (!prev_inuse(fence)) {
+  size_t tail = prev_inuse(fence) ? 0 : fence->prev_size;
+  if (tail + (prev->reg.reserved - prev->reg.committed) < pad) return false;
+  if (tail) {
     t = prev_chunk(fence);
     unlink_chunk(ar, t);
   }
@@ -308,10 +312,15 @@ void heap_release_drained(struct arena *ar, struct chunk *c) {
 
 /* Release memory at the end of top beyond `pad` bytes, and heaps that are
    wholly free.  Returns 1 when something was released.  */
+bool heap_release_empty(struct arena *ar, size_t pad) {
+  bool released = false;
+  while (ar->heap && release_empty_heap(ar, pad)) released = true;
+  return released;
+}
+
 int sys_trim(struct arena *ar, size_t pad) {
   if (!ar->heap) return 0;
-  int released = 0;
-  while (release_empty_heap(ar)) released = 1;
+  int released = heap_release_empty(ar, pad);
   struct heap *h = ar->heap;
   char *top = (char *)ar->top;
   size_t keep = (size_t)(top - h->reg.base) + MINSIZE;

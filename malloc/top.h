@@ -12,6 +12,10 @@ HP_INTERNAL void *sys_grow(struct arena *ar, size_t nb);
 /* Release memory at the end of top beyond pad bytes, and heaps that are
    wholly free.  1 when something was released.  */
 HP_INTERNAL int sys_trim(struct arena *ar, size_t pad);
+/* Release the arena's current heaps while they hold nothing but top and
+   the heap before can still grow top by pad bytes (glibc's heap_trim);
+   true when one was released.  */
+HP_INTERNAL bool heap_release_empty(struct arena *ar, size_t pad);
 /* malloc_trim for one arena: consolidate, trim top, and give back the
    whole pages inside free chunks.  1 when something was released.  */
 HP_INTERNAL int arena_trim(struct arena *ar, size_t pad);

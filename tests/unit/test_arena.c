@@ -279,6 +279,40 @@ Test(arena, thread_arena_grows_new_heap_and_releases_it) {
   check_all_arenas();
 }
 
+/* A thread heap emptied by free goes back even when top, the empty
+   heap's committed part, is smaller than what the arena keeps at trims:
+   the heap before it may end in far more free memory (glibc's
+   heap_trim).  Kept out, a worker that built and freed 50 MB of small
+   blocks left it all resident after its second run.  */
+struct emptied {
+  void *p[800];
+  struct arena *ar;
+  size_t heaps_at_peak, heaps_after, system_after;
+};
+
+static void *empty_second_heap(void *arg) {
+  struct emptied *e = arg;
+  for (size_t i = 0; i < 800; i++) e->p[i] = hpt_malloc(100 << 10); /* 80 MB: more than one heap */
+  e->ar = hp_self.arena;
+  e->heaps_at_peak = e->ar->n_heaps;
+  e->ar->trim_keep = 32 * MiB; /* as after trims the program undid */
+  for (size_t i = 0; i < 800; i++) hpt_free(e->p[i]);
+  e->heaps_after = e->ar->n_heaps;
+  e->system_after = e->ar->system_mem;
+  return NULL;
+}
+
+Test(arena, an_emptied_heap_goes_back_whatever_the_trim_keep) {
+  hp_ensure_init();
+  cr_assert_lt(100 << 10, mp.mmap_threshold, "heap chunks, not mapped ones");
+  static struct emptied e;
+  run_thread(empty_second_heap, &e);
+  cr_assert_geq(e.heaps_at_peak, 2, "80 MB cannot fit one %zu MiB heap", mp.heap_max >> 20);
+  cr_assert_eq(e.heaps_after, 1, "the emptied heap was released");
+  cr_assert_leq(e.system_after, 32 * MiB + mp.top_pad + 4 * MiB, "top trimmed to the keep: %zu", e.system_after);
+  check_all_arenas();
+}
+
 /* ================================================================ cross-thread frees */
 
 struct batch {
