@@ -26,13 +26,6 @@
 #define HP_API(n) n
 #endif
 #define HP_EXPORT __attribute__((visibility("default")))
-/* malloc and free start on a cache line of their own, so that a change
-   anywhere else in the library cannot shift their inline paths across a
-   fetch boundary: free starting 48 bytes past one (where a 16-byte
-   alignment put it) cost `small thread 1.5` 18% more CPU time on the AMD
-   EPYC guest (0.51 s against 0.43 s, 9 interleaved runs each), with
-   the same instructions.  */
-#define HP_HOT_ENTRY __attribute__((aligned(64)))
 
 #ifndef HP_TEST_BUILD
 /* C23, not yet in glibc 2.36's headers.  */
@@ -267,7 +260,7 @@ __attribute__((noinline)) static void free_slow(void *p) {
 
 /* ------------------------------------------------------------------ malloc, free */
 
-HP_EXPORT HP_HOT_ENTRY void *HP_API(malloc)(size_t n) {
+HP_EXPORT void *HP_API(malloc)(size_t n) {
   if (HP_LIKELY(n <= hp_tc_max_request)) {
     size_t tidx = csize2tidx(request2size(n));
     if (HP_LIKELY(hp_self.bins[tidx].head != NULL)) return tcache_get(tidx);
@@ -275,7 +268,7 @@ HP_EXPORT HP_HOT_ENTRY void *HP_API(malloc)(size_t n) {
   return malloc_slow(n);
 }
 
-HP_EXPORT HP_HOT_ENTRY void HP_API(free)(void *p) {
+HP_EXPORT void HP_API(free)(void *p) {
   if (HP_UNLIKELY(!p)) return;
   /* the cache is off before the thread's first call and under valgrind,
      where the header must not be read before error reporting is off */
