@@ -1289,6 +1289,42 @@ Test(tcache, thread_exit_beside_another_thread_of_its_arena_flushes) {
   check_all_arenas();
 }
 
+/* A thread that built and freed a structure larger than the trim
+   threshold before it ended: its cached chunks border the freed memory,
+   so its cache goes back merged and the arena can give that memory back.  */
+struct built {
+  struct arena *ar;
+  size_t cached, peak;
+};
+
+static void *build_and_free_thread(void *arg) {
+  struct built *b = arg;
+  enum { N = 4096 };
+  static void *p[N];
+  for (int i = 0; i < N; i++) p[i] = hpt_malloc(1000); /* 4 MB */
+  b->ar = hp_self.arena;
+  b->peak = b->ar->system_mem;
+  for (int i = 0; i < N; i++) hpt_free(p[i]);
+  for (size_t i = 0; i < TC_BINS; i++) b->cached += hp_self.bins[i].count;
+  return NULL;
+}
+
+Test(tcache, thread_exit_after_freeing_a_large_structure_flushes) {
+  hp_ensure_init();
+  cr_assert_lt(4 * HP_MIB, mp.heap_max, "one heap");
+  struct built b = { 0 };
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, build_and_free_thread, &b), 0);
+  cr_assert_eq(pthread_join(th, NULL), 0);
+  cr_assert_gt(b.cached, 0, "some of the blocks were cached when it ended");
+  cr_assert_not(b.ar->left.held, "its cache bordered the freed memory: merged, not left");
+  arena_lock(b.ar);
+  cr_assert_eq(b.ar->top, b.ar->heap->first, "every block came back: the heap is one free top chunk");
+  cr_assert_leq(b.ar->system_mem, b.peak / 2, "and top was trimmed (%zu of %zu bytes held)", b.ar->system_mem, b.peak);
+  arena_unlock(b.ar);
+  check_all_arenas();
+}
+
 /* A block a thread freed and left in its cache, freed again by another
    thread, is caught as the second free of a cached block.  */
 static void do_double_free_of_a_left_block(void) {
