@@ -659,17 +659,22 @@ static size_t free_run_at(const struct arena *ar, const struct chunk *c) {
   return run;
 }
 
-/* Would merging the cached chunks of ar make a free run longer than the
-   trim threshold: memory the arena could give back, or serve a larger
-   request from?  (A thread that freed what it built before it ended: its
-   last chunks border that memory.)  The bins are walked a step of each
+/* Would merging the cached chunks of ar give memory back: would it make
+   a free run longer than the trim threshold, or do most of them border
+   free memory?  Either says the thread freed what it built before it
+   ended, and a left cache would keep that memory from merging: on `small
+   thread`, whose threads free their blocks and end while the other runs
+   on, 88% of the chunks bordered free memory at the exits, peak RSS was
+   8.7-9.0 MB with the cache left against 8.3-8.5 MB flushed; on larson
+   at most 17% do (their neighbours are the next thread's blocks).  The
+   bins are walked a step of each
    at a time, so that the cache misses of the lists overlap instead of
    following one another: on larson the walk's share of the CPU time
    samples went from 2.3% to 1.2% (the run's CPU time moved less than
    its spread).  */
 static bool cache_borders_free(struct arena *ar) {
   struct tc_entry *cur[TC_BINS];
-  size_t left[TC_BINS], live = 0, longest = 0;
+  size_t left[TC_BINS], live = 0, longest = 0, seen = 0, bordering = 0;
   for (size_t i = 0; i < TC_BINS; i++)
     if (hp_self.bins[i].head && hp_self.bins[i].count) {
       cur[live] = hp_self.bins[i].head;
@@ -684,6 +689,8 @@ static bool cache_borders_free(struct arena *ar) {
       if (aligned_ok((uintptr_t)e) && arena_for_chunk(c) == ar) {
         size_t run = free_run_at(ar, c);
         if (run > longest) longest = run;
+        seen++;
+        bordering += run > chunksize(c);
       }
       if (more) e = (struct tc_entry *)reveal_ptr(&e->next, e->next);
       if (!more || !e) {
@@ -695,7 +702,7 @@ static bool cache_borders_free(struct arena *ar) {
     }
   }
   arena_unlock_if(ar, lk);
-  return longest > mp.trim_threshold;
+  return longest > mp.trim_threshold || 2 * bordering > seen;
 }
 
 /* Leave the thread's bins to its arena, if it is the arena's last thread,

@@ -1325,6 +1325,42 @@ Test(tcache, thread_exit_after_freeing_a_large_structure_flushes) {
   check_all_arenas();
 }
 
+/* A thread that freed what it built, in pieces no run of which passes
+   the trim threshold: most of its cached chunks border free memory, so
+   its cache goes back merged all the same.  Each 2000-byte block (a
+   large class: cached, and not carved from top by the batch) sits before
+   a 40000-byte one (above the cache's classes: freed into the arena) and
+   a 100-byte one that stays in use.  */
+static void *free_beside_kept_thread(void *arg) {
+  struct built *b = arg;
+  enum { N = 32 };
+  void *x[N], *y[N];
+  for (int i = 0; i < N; i++) {
+    x[i] = hpt_malloc(2000);
+    y[i] = hpt_malloc(40000);
+    (void)hpt_malloc(100); /* kept */
+  }
+  for (int i = 0; i < N; i++) {
+    hpt_free(x[i]);
+    hpt_free(y[i]);
+  }
+  b->ar = hp_self.arena;
+  for (size_t i = 0; i < TC_BINS; i++) b->cached += hp_self.bins[i].count;
+  return NULL;
+}
+
+Test(tcache, thread_exit_with_most_cached_chunks_by_free_memory_flushes) {
+  hp_ensure_init();
+  cr_assert_lt(42100, mp.trim_threshold, "no single run reaches the threshold");
+  struct built b = { 0 };
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, free_beside_kept_thread, &b), 0);
+  cr_assert_eq(pthread_join(th, NULL), 0);
+  cr_assert_gt(b.cached, 0, "some 2000-byte blocks were cached when it ended");
+  cr_assert_not(b.ar->left.held, "they bordered free memory: merged, not left");
+  check_all_arenas();
+}
+
 /* A block a thread freed and left in its cache, freed again by another
    thread, is caught as the second free of a cached block.  */
 static void do_double_free_of_a_left_block(void) {
