@@ -1309,15 +1309,21 @@ static void *build_and_free_thread(void *arg) {
   return NULL;
 }
 
-Test(tcache, thread_exit_after_freeing_a_large_structure_flushes) {
+/* Run fn in a thread that ends; it caches some blocks, and its cache must
+   go back merged, not be left to its arena.  */
+static void expect_exit_flushes(void *(*fn)(void *), struct built *b) {
   hp_ensure_init();
-  cr_assert_lt(4 * HP_MIB, mp.heap_max, "one heap");
-  struct built b = { 0 };
   pthread_t th;
-  cr_assert_eq(pthread_create(&th, NULL, build_and_free_thread, &b), 0);
+  cr_assert_eq(pthread_create(&th, NULL, fn, b), 0);
   cr_assert_eq(pthread_join(th, NULL), 0);
-  cr_assert_gt(b.cached, 0, "some of the blocks were cached when it ended");
-  cr_assert_not(b.ar->left.held, "its cache bordered the freed memory: merged, not left");
+  cr_assert_gt(b->cached, 0, "some blocks were cached when it ended");
+  cr_assert_not(b->ar->left.held, "its cache bordered the freed memory: merged, not left");
+}
+
+Test(tcache, thread_exit_after_freeing_a_large_structure_flushes) {
+  struct built b = { 0 };
+  expect_exit_flushes(build_and_free_thread, &b);
+  cr_assert_lt(4 * HP_MIB, mp.heap_max, "one heap");
   arena_lock(b.ar);
   cr_assert_eq(b.ar->top, b.ar->heap->first, "every block came back: the heap is one free top chunk");
   cr_assert_leq(b.ar->system_mem, b.peak / 2, "and top was trimmed (%zu of %zu bytes held)", b.ar->system_mem, b.peak);
@@ -1350,14 +1356,9 @@ static void *free_beside_kept_thread(void *arg) {
 }
 
 Test(tcache, thread_exit_with_most_cached_chunks_by_free_memory_flushes) {
-  hp_ensure_init();
-  cr_assert_lt(42100, mp.trim_threshold, "no single run reaches the threshold");
   struct built b = { 0 };
-  pthread_t th;
-  cr_assert_eq(pthread_create(&th, NULL, free_beside_kept_thread, &b), 0);
-  cr_assert_eq(pthread_join(th, NULL), 0);
-  cr_assert_gt(b.cached, 0, "some 2000-byte blocks were cached when it ended");
-  cr_assert_not(b.ar->left.held, "they bordered free memory: merged, not left");
+  expect_exit_flushes(free_beside_kept_thread, &b);
+  cr_assert_lt(42100, mp.trim_threshold, "no single run reached the threshold");
   check_all_arenas();
 }
 
