@@ -40,12 +40,6 @@ extern void _IO_list_lock(void) __attribute__((weak));
 // NOLINTNEXTLINE(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp): glibc's own name
 extern void _IO_list_unlock(void) __attribute__((weak));
 
-static inline void list_lock(void) {
-  if (!hp_self.in_fork) pthread_mutex_lock(&hp_list_lock);
-}
-static inline void list_unlock(void) {
-  if (!hp_self.in_fork) pthread_mutex_unlock(&hp_list_lock);
-}
 
 /* Contended: spin a little (the holder is usually on the other core and
    about to finish), then sleep until woken.  */

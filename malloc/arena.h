@@ -81,6 +81,14 @@ struct arena {
 
 extern struct arena main_arena HP_INTERNAL;
 extern pthread_mutex_t hp_list_lock HP_INTERNAL;
+/* Take and release hp_list_lock, except in a fork handler of the forking
+   thread, which holds it already.  */
+static inline void list_lock(void) {
+  if (!hp_self.in_fork) pthread_mutex_lock(&hp_list_lock);
+}
+static inline void list_unlock(void) {
+  if (!hp_self.in_fork) pthread_mutex_unlock(&hp_list_lock);
+}
 
 /* The arenas form a ring that starts at the main arena.  A new arena is
    linked in right after the main arena, with a release store, once it is

@@ -628,13 +628,6 @@ void tcache_foreign(struct chunk *c) {
    them free, and malloc_trim gives them back.  All of it under
    hp_list_lock, which binding and thread exit take anyway.  */
 
-static void list_lock(void) {
-  if (!hp_self.in_fork) pthread_mutex_lock(&hp_list_lock);
-}
-static void list_unlock(void) {
-  if (!hp_self.in_fork) pthread_mutex_unlock(&hp_list_lock);
-}
-
 static bool bins_empty(void) {
   for (size_t i = 0; i < TC_BINS; i++)
     if (hp_self.bins[i].count) return false;
@@ -685,8 +678,8 @@ static bool cache_borders_free(struct arena *ar) {
     for (size_t k = 0; k < live;) {
       struct tc_entry *e = cur[k];
       struct chunk *c = mem2chunk(e);
-      bool more = aligned_ok((uintptr_t)e) && --left[k] != 0;
-      if (aligned_ok((uintptr_t)e) && arena_for_chunk(c) == ar) {
+      bool ok = aligned_ok((uintptr_t)e), more = ok && --left[k] != 0;
+      if (ok && arena_for_chunk(c) == ar) {
         size_t run = free_run_at(ar, c);
         if (run > longest) longest = run;
         seen++;
@@ -712,11 +705,8 @@ static void leave_cache(bool borders_free) {
   struct arena *ar = hp_self.arena;
   if (!ar || !hp_self.on || borders_free || ar->attached_threads != 1 || ar->left.held) return;
   struct tc_left *l = &ar->left;
-  l->count = l->bytes = 0;
   for (size_t i = 0; i < TC_BINS; i++) {
     l->bins[i] = hp_self.bins[i];
-    l->count += l->bins[i].count;
-    l->bytes += l->bins[i].count * tc_bin_size(i);
     hp_self.bins[i].head = NULL;
     hp_self.bins[i].count = 0;
   }
@@ -724,35 +714,35 @@ static void leave_cache(bool borders_free) {
   __atomic_store_n(&l->held, true, __ATOMIC_RELAXED); /* read unlocked as a hint (tcache_adopt) */
 }
 
-void tcache_adopt(struct arena *ar) {
-  if (!hp_self.on || !__atomic_load_n(&ar->left.held, __ATOMIC_RELAXED) || !bins_empty()) return;
+/* Move the cache left to ar, if one is, into the thread's bins (empty):
+   the chunks, and with `caps` the caps too.  */
+static bool take_left(struct arena *ar, bool caps) {
+  if (!__atomic_load_n(&ar->left.held, __ATOMIC_RELAXED)) return false;
   list_lock();
   struct tc_left *l = &ar->left;
-  if (l->held) {
-    for (size_t i = 0; i < TC_BINS; i++) hp_self.bins[i] = l->bins[i];
-    hp_self.cap_bytes = l->cap_bytes;
+  bool took = l->held;
+  if (took) {
+    for (size_t i = 0; i < TC_BINS; i++) {
+      hp_self.bins[i].head = l->bins[i].head;
+      hp_self.bins[i].count = l->bins[i].count;
+      if (caps) hp_self.bins[i] = l->bins[i];
+    }
+    if (caps) hp_self.cap_bytes = l->cap_bytes;
     __atomic_store_n(&l->held, false, __ATOMIC_RELAXED);
   }
   list_unlock();
+  return took;
 }
 
-/* Take every left cache into the calling thread's bins, empty then, and
-   flush them (malloc_trim).  */
+void tcache_adopt(struct arena *ar) {
+  if (hp_self.on && bins_empty()) take_left(ar, true);
+}
+
+/* Give every left cache back to its arena, through the calling thread's
+   bins, empty then, keeping the caller's caps (malloc_trim).  */
 static void reclaim_left(void) {
-  for (struct arena *ar = &main_arena; ar; ar = arena_next(ar)) {
-    if (!__atomic_load_n(&ar->left.held, __ATOMIC_RELAXED)) continue;
-    list_lock();
-    bool took = ar->left.held;
-    if (took) {
-      for (size_t i = 0; i < TC_BINS; i++) { /* the chunks only: the caps stay the caller's */
-        hp_self.bins[i].head = ar->left.bins[i].head;
-        hp_self.bins[i].count = ar->left.bins[i].count;
-      }
-      __atomic_store_n(&ar->left.held, false, __ATOMIC_RELAXED);
-    }
-    list_unlock();
-    if (took) flush_all();
-  }
+  for (struct arena *ar = &main_arena; ar; ar = arena_next(ar))
+    if (take_left(ar, false)) flush_all();
 }
 
 /* ------------------------------------------------------------------ threads */
@@ -767,12 +757,12 @@ void tcache_thread_start(void) {
     caps_start();
   else
     caps_off();
-  if (!hp_self.in_fork) pthread_mutex_lock(&hp_list_lock);
+  list_lock();
   hp_self.next_thread = threads;
   if (threads) threads->prev_next = &hp_self.next_thread;
   hp_self.prev_next = &threads;
   threads = &hp_self;
-  if (!hp_self.in_fork) pthread_mutex_unlock(&hp_list_lock);
+  list_unlock();
   arena_thread_register(); /* so the cache is flushed when the thread exits */
 }
 
@@ -818,24 +808,26 @@ void tcache_fork_child(void) {
   hp_self.prev_next = threads ? &threads : NULL;
 }
 
+/* Add the chunks and bytes of bins (another thread's: a snapshot).  */
+static void add_bins(const struct tc_bin *bins, size_t *n, size_t *b) {
+  for (size_t i = 0; i < TC_BINS; i++) {
+    size_t c = __atomic_load_n(&bins[i].count, __ATOMIC_RELAXED);
+    *n += c;
+    *b += c * tc_bin_size(i);
+  }
+}
+
 void tcache_totals(size_t *count, size_t *bytes) {
   size_t n = 0, b = 0;
   bool lk = !hp_self.in_fork; /* a fork handler of the forking thread holds the lock already */
   if (lk) pthread_mutex_lock(&hp_list_lock);
   for (const struct hp_thread *t = threads; t; t = t->next_thread) {
-    for (size_t i = 0; i < TC_BINS; i++) {
-      size_t c = __atomic_load_n(&t->bins[i].count, __ATOMIC_RELAXED); /* another thread's: a snapshot */
-      n += c;
-      b += c * tc_bin_size(i);
-    }
+    add_bins(t->bins, &n, &b);
     n += __atomic_load_n(&t->foreign_count, __ATOMIC_RELAXED);
     b += __atomic_load_n(&t->foreign_bytes, __ATOMIC_RELAXED);
   }
   for (const struct arena *ar = &main_arena; ar; ar = arena_next(ar))
-    if (ar->left.held) {
-      n += ar->left.count;
-      b += ar->left.bytes;
-    }
+    if (ar->left.held) add_bins(ar->left.bins, &n, &b);
   if (lk) pthread_mutex_unlock(&hp_list_lock);
   *count = n;
   *bytes = b;

@@ -84,8 +84,7 @@ struct arena;
    arena to take whole.  In struct arena; guarded by hp_list_lock.  */
 struct tc_left {
   struct tc_bin bins[TC_BINS];
-  size_t cap_bytes;    /* the leaving thread's: the caps come with the bins */
-  size_t count, bytes; /* the chunks held, for the statistics */
+  size_t cap_bytes; /* the leaving thread's: the caps come with the bins */
   bool held;
 };
 

@@ -310,14 +310,14 @@ void heap_release_drained(struct arena *ar, struct chunk *c) {
   region_release(&reg);
 }
 
-/* Release memory at the end of top beyond `pad` bytes, and heaps that are
-   wholly free.  Returns 1 when something was released.  */
 bool heap_release_empty(struct arena *ar, size_t pad) {
   bool released = false;
   while (ar->heap && release_empty_heap(ar, pad)) released = true;
   return released;
 }
 
+/* Release memory at the end of top beyond `pad` bytes, and heaps that are
+   wholly free.  Returns 1 when something was released.  */
 int sys_trim(struct arena *ar, size_t pad) {
   if (!ar->heap) return 0;
   int released = heap_release_empty(ar, pad);
