@@ -40,7 +40,6 @@ extern void _IO_list_lock(void) __attribute__((weak));
 // NOLINTNEXTLINE(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp): glibc's own name
 extern void _IO_list_unlock(void) __attribute__((weak));
 
-
 /* Contended: spin a little (the holder is usually on the other core and
    about to finish), then sleep until woken.  */
 void hp_lock_slow(hp_lock_t *l) {

@@ -660,11 +660,10 @@ static size_t free_run_at(const struct arena *ar, const struct chunk *c) {
    on, 88% of the chunks bordered free memory at the exits, peak RSS was
    8.7-9.0 MB with the cache left against 8.3-8.5 MB flushed; on larson
    at most 17% do (their neighbours are the next thread's blocks).  The
-   bins are walked a step of each
-   at a time, so that the cache misses of the lists overlap instead of
-   following one another: on larson the walk's share of the CPU time
-   samples went from 2.3% to 1.2% (the run's CPU time moved less than
-   its spread).  */
+   bins are walked a step of each at a time, so that the cache misses of
+   the lists overlap instead of following one another: on larson the
+   walk's share of the CPU time samples went from 2.3% to 1.2% (the run's
+   CPU time moved less than its spread).  */
 static bool cache_borders_free(struct arena *ar) {
   struct tc_entry *cur[TC_BINS];
   size_t left[TC_BINS], live = 0, longest = 0, seen = 0, bordering = 0;
@@ -698,12 +697,20 @@ static bool cache_borders_free(struct arena *ar) {
   return longest > mp.trim_threshold || 2 * bordering > seen;
 }
 
-/* Leave the thread's bins to its arena, if it is the arena's last thread,
-   no cache waits there yet and merging the cache would give nothing back
-   (with hp_list_lock); its bins are empty then.  */
+/* May the thread's cache be left to arena ar: the cache is on, the
+   thread is the arena's last and no cache waits there yet?  Asked
+   unlocked before the border walk, as a hint, and again under
+   hp_list_lock by leave_cache, which decides.  */
+static bool may_leave(const struct arena *ar) {
+  return ar && hp_self.on && __atomic_load_n(&ar->attached_threads, __ATOMIC_RELAXED) == 1 &&
+         !__atomic_load_n(&ar->left.held, __ATOMIC_RELAXED);
+}
+
+/* Leave the thread's bins to its arena, if it may and merging the cache
+   would give nothing back (with hp_list_lock); its bins are empty then.  */
 static void leave_cache(bool borders_free) {
   struct arena *ar = hp_self.arena;
-  if (!ar || !hp_self.on || borders_free || ar->attached_threads != 1 || ar->left.held) return;
+  if (borders_free || !may_leave(ar)) return;
   struct tc_left *l = &ar->left;
   for (size_t i = 0; i < TC_BINS; i++) {
     l->bins[i] = hp_self.bins[i];
@@ -723,9 +730,12 @@ static bool take_left(struct arena *ar, bool caps) {
   bool took = l->held;
   if (took) {
     for (size_t i = 0; i < TC_BINS; i++) {
+      if (caps) {
+        hp_self.bins[i] = l->bins[i];
+        continue;
+      }
       hp_self.bins[i].head = l->bins[i].head;
       hp_self.bins[i].count = l->bins[i].count;
-      if (caps) hp_self.bins[i] = l->bins[i];
     }
     if (caps) hp_self.cap_bytes = l->cap_bytes;
     __atomic_store_n(&l->held, false, __ATOMIC_RELAXED);
@@ -784,20 +794,18 @@ void tcache_thread_end(void) {
   struct tc_entry *list = NULL;
   detach_foreign(&list);
   free_by_arena(list, true);
-  struct arena *ar = hp_self.arena;
   /* the walk only where the cache may be left (leave_cache decides, locked) */
-  bool borders_free = ar && hp_self.on && __atomic_load_n(&ar->attached_threads, __ATOMIC_RELAXED) == 1 &&
-                      !__atomic_load_n(&ar->left.held, __ATOMIC_RELAXED) && cache_borders_free(ar);
-  pthread_mutex_lock(&hp_list_lock);
+  bool borders_free = may_leave(hp_self.arena) && cache_borders_free(hp_self.arena);
+  list_lock();
   leave_cache(borders_free);
-  pthread_mutex_unlock(&hp_list_lock);
+  list_unlock();
   tcache_flush(); /* whatever the arena was not left */
-  pthread_mutex_lock(&hp_list_lock);
+  list_lock();
   if (hp_self.prev_next) *hp_self.prev_next = hp_self.next_thread;
   if (hp_self.next_thread) hp_self.next_thread->prev_next = hp_self.prev_next;
   hp_self.prev_next = NULL;
   hp_self.next_thread = NULL;
-  pthread_mutex_unlock(&hp_list_lock);
+  list_unlock();
 }
 
 /* In a fork child only the forking thread is left (the caller holds every
@@ -819,8 +827,7 @@ static void add_bins(const struct tc_bin *bins, size_t *n, size_t *b) {
 
 void tcache_totals(size_t *count, size_t *bytes) {
   size_t n = 0, b = 0;
-  bool lk = !hp_self.in_fork; /* a fork handler of the forking thread holds the lock already */
-  if (lk) pthread_mutex_lock(&hp_list_lock);
+  list_lock();
   for (const struct hp_thread *t = threads; t; t = t->next_thread) {
     add_bins(t->bins, &n, &b);
     n += __atomic_load_n(&t->foreign_count, __ATOMIC_RELAXED);
@@ -828,7 +835,7 @@ void tcache_totals(size_t *count, size_t *bytes) {
   }
   for (const struct arena *ar = &main_arena; ar; ar = arena_next(ar))
     if (ar->left.held) add_bins(ar->left.bins, &n, &b);
-  if (lk) pthread_mutex_unlock(&hp_list_lock);
+  list_unlock();
   *count = n;
   *bytes = b;
 }

@@ -1320,9 +1320,10 @@ static void expect_exit_flushes(void *(*fn)(void *), struct built *b) {
 }
 
 Test(tcache, thread_exit_after_freeing_a_large_structure_flushes) {
+  hp_ensure_init();
+  cr_assert_lt(4 * HP_MIB, mp.heap_max, "one heap");
   struct built b = { 0 };
   expect_exit_flushes(build_and_free_thread, &b);
-  cr_assert_lt(4 * HP_MIB, mp.heap_max, "one heap");
   arena_lock(b.ar);
   cr_assert_eq(b.ar->top, b.ar->heap->first, "every block came back: the heap is one free top chunk");
   cr_assert_leq(b.ar->system_mem, b.peak / 2, "and top was trimmed (%zu of %zu bytes held)", b.ar->system_mem, b.peak);
@@ -1355,9 +1356,10 @@ static void *free_beside_kept_thread(void *arg) {
 }
 
 Test(tcache, thread_exit_with_most_cached_chunks_by_free_memory_flushes) {
+  hp_ensure_init();
+  cr_assert_lt(42100, mp.trim_threshold, "no single run can reach the threshold");
   struct built b = { 0 };
   expect_exit_flushes(free_beside_kept_thread, &b);
-  cr_assert_lt(42100, mp.trim_threshold, "no single run reached the threshold");
   check_all_arenas();
 }
 
