@@ -13,7 +13,7 @@
  *
  * Every function here runs with the arena's lock held (or while the
  * process has one thread), except fastbin_push, which needs no lock, and
- * int_free, which takes it.  Integrity checks that are cheap stay on in
+ * free_chunk without FREE_LOCKED, which takes it.  Integrity checks that are cheap stay on in
  * every build and end in hp_fatal().  */
 #include "bins.h"
 
@@ -312,7 +312,7 @@ static struct chunk *fastbin_pop(struct arena *ar, unsigned idx, const char *una
 /* Put in-use chunk p back: on a fastbin (`park`, when small enough), or
    merged into the unsorted bin or top.  Returns the free chunk made (NULL
    for a fastbin).  */
-static struct chunk *free_into_bins(struct arena *ar, struct chunk *p, bool park) {
+static struct chunk *merge_or_park(struct arena *ar, struct chunk *p, bool park) {
   size_t size = chunksize(p);
   struct chunk *next = chunk_at(p, size);
   if (park && size <= mp.max_fast) {
@@ -328,31 +328,23 @@ static struct chunk *free_into_bins(struct arena *ar, struct chunk *p, bool park
   return coalesce(ar, p, size);
 }
 
-/* Free without trimming: for top.c, which frees a sealed heap's old top
-   while it installs a new heap that trimming must not release.  */
-void int_free_no_trim(struct arena *ar, struct chunk *p) { free_into_bins(ar, p, true); }
-
-static void free_and_trim(struct arena *ar, struct chunk *p, bool park) {
-  struct chunk *c = free_into_bins(ar, p, park);
-  if (c && chunksize(c) >= FASTBIN_CONSOLIDATION_THRESHOLD) {
-    if (c != ar->top) heap_release_drained(ar, c);
-    if (have_fast(ar)) malloc_consolidate(ar);
-    size_t keep = mp.no_dyn_threshold ? 0 : ar->trim_keep;
-    /* an emptied heap goes whatever top's size: the heap before it may
-       hold far more free memory at its end (glibc's heap_trim) */
-    bool released = heap_release_empty(ar, mp.top_pad + keep);
-    if (chunksize(ar->top) >= mp.trim_threshold + keep && sys_trim(ar, mp.top_pad + keep)) released = true;
-    if (released) ar->trimmed = true;
-  }
+/* Free chunk c made is large enough to be worth a look: give back what
+   the arena holds beyond what it keeps (glibc's trim on free).  */
+static void trim_after_free(struct arena *ar, struct chunk *c) {
+  if (c != ar->top) heap_release_drained(ar, c);
+  if (have_fast(ar)) malloc_consolidate(ar);
+  size_t keep = mp.no_dyn_threshold ? 0 : ar->trim_keep;
+  /* an emptied heap goes whatever top's size: the heap before it may
+     hold far more free memory at its end (glibc's heap_trim) */
+  bool released = heap_release_empty(ar, mp.top_pad + keep);
+  if (chunksize(ar->top) >= mp.trim_threshold + keep && sys_trim(ar, mp.top_pad + keep)) released = true;
+  if (released) ar->trimmed = true;
 }
 
-void int_free_locked(struct arena *ar, struct chunk *p) { free_and_trim(ar, p, true); }
-
-void int_free_merge(struct arena *ar, struct chunk *p) { free_and_trim(ar, p, false); }
-
-void int_free(struct arena *ar, struct chunk *p) {
-  bool lk = arena_lock_if_needed(ar);
-  int_free_locked(ar, p);
+void free_chunk(struct arena *ar, struct chunk *p, unsigned how) {
+  bool lk = !(how & FREE_LOCKED) && arena_lock_if_needed(ar);
+  struct chunk *c = merge_or_park(ar, p, !(how & FREE_NO_PARK));
+  if (!(how & FREE_NO_TRIM) && c && chunksize(c) >= FASTBIN_CONSOLIDATION_THRESHOLD) trim_after_free(ar, c);
   arena_unlock_if(ar, lk);
 }
 
@@ -679,7 +671,7 @@ static void split_tail(struct arena *ar, struct chunk *p, size_t size, size_t nb
   set_head_size(p, nb);
   set_head(rem, rsize | PREV_INUSE | arena_flag(ar));
   set_inuse_at(rem, rsize);
-  int_free_locked(ar, rem);
+  free_chunk(ar, rem, FREE_LOCKED);
 }
 
 /* A shrink of a chunk above the cache's small classes keeps the whole
@@ -736,7 +728,7 @@ void *int_realloc(struct arena *ar, struct chunk *old, size_t oldsize, size_t nb
     return chunk2mem(old);
   }
   memcpy(m, chunk2mem(old), oldsize - SIZE_SZ);
-  int_free_locked(ar, old);
+  free_chunk(ar, old, FREE_LOCKED);
   return m;
 }
 
@@ -764,7 +756,7 @@ void *int_memalign(struct arena *ar, size_t alignment, size_t bytes) {
     set_head(np, nsize | PREV_INUSE | arena_flag(ar));
     set_inuse_at(np, nsize);
     set_head_size(p, lead);
-    int_free_locked(ar, p);
+    free_chunk(ar, p, FREE_LOCKED);
     p = np;
   }
   if (!chunk_is_mmapped(p)) split_tail(ar, p, chunksize(p), nb);

@@ -11,14 +11,19 @@ HP_INTERNAL void arena_bins_init(struct arena *ar);
 /* Serve `bytes` from ar.  NULL with errno ENOMEM when neither the bins nor
    the system can.  */
 HP_INTERNAL void *int_malloc(struct arena *ar, size_t bytes);
-/* Free in-use chunk c of ar: takes the lock itself when needed.  */
-HP_INTERNAL void int_free(struct arena *ar, struct chunk *c);
-HP_INTERNAL void int_free_locked(struct arena *ar, struct chunk *c);
-/* As int_free_locked, but merged whatever its size, never parked on a
-   fastbin: what the cache gives back in bulk (tcache.c).  */
-HP_INTERNAL void int_free_merge(struct arena *ar, struct chunk *c);
-/* Free without trimming (top.c seals a heap with it).  */
-HP_INTERNAL void int_free_no_trim(struct arena *ar, struct chunk *c);
+/* Free in-use chunk c of ar as `how` says (flags, 0 for free()'s way):
+     FREE_LOCKED   the caller holds ar's lock (else free_chunk takes it
+                   when the thread needs locks at all);
+     FREE_NO_PARK  merge c whatever its size, never park it on a fastbin
+                   (what the cache gives back in bulk, tcache.c);
+     FREE_NO_TRIM  neither trim top nor release heaps afterwards (top.c
+                   frees a sealed heap's old top with it, while it
+                   installs a new heap that trimming must not release).
+   Without FREE_NO_PARK a chunk of at most max_fast bytes goes on its
+   fastbin; else it is merged with its free neighbours, and a large
+   enough result may trim the arena.  */
+enum { FREE_LOCKED = 1, FREE_NO_PARK = 2, FREE_NO_TRIM = 4 };
+HP_INTERNAL void free_chunk(struct arena *ar, struct chunk *c, unsigned how);
 /* Push a chunk of at most max_fast bytes on its fastbin: needs no lock.  */
 HP_INTERNAL void fastbin_push(struct arena *ar, struct chunk *p);
 /* Chunks of one fastbin linked beforehand (fastbin_chain_add: checked as

@@ -201,7 +201,7 @@ __attribute__((noinline)) static void free_to_cache_or_arena(struct chunk *c, si
     if (size <= mp.max_fast)
       fastbin_push(arena_for_chunk(c), c); /* no lock */
     else
-      int_free(arena_for_chunk(c), c);
+      free_chunk(arena_for_chunk(c), c, 0);
     return;
   }
   free_to_bin(c, tidx);
@@ -215,9 +215,7 @@ __attribute__((noinline)) static void free_to_cache_or_arena(struct chunk *c, si
    is not there to catch it.  */
 __attribute__((noinline, cold)) static void free_arena_free(struct chunk *c) {
   struct arena *ar = arena_for_chunk(c);
-  bool lk = arena_lock_if_needed(ar);
-  int_free_merge(ar, c);
-  arena_unlock_if(ar, lk);
+  free_chunk(ar, c, FREE_NO_PARK);
 }
 
 /* Free chunk c (not NULL, checked for alignment and wrap).  */
@@ -378,7 +376,7 @@ static void *realloc_heap(struct chunk *c, void *p, size_t n, size_t nb) {
   q = alloc_core(n);
   if (!q) return NULL;
   memcpy(q, p, oldsize - SIZE_SZ);
-  int_free(ar, c);
+  free_chunk(ar, c, 0);
   return q;
 }
 

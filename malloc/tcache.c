@@ -223,7 +223,7 @@ static void inside_run(struct chunk *c) { c->size = (c->size | ARENA_FREE) & ~(s
 static void run_end(struct arena *ar, struct run *r) {
   if (!r->lo) return;
   if (r->len != chunksize(r->lo)) set_head_size(r->lo, r->len);
-  int_free_merge(ar, r->lo);
+  free_chunk(ar, r->lo, FREE_LOCKED | FREE_NO_PARK);
   r->lo = NULL;
 }
 
@@ -336,9 +336,9 @@ static void free_into(struct arena *ar, struct tc_entry **list, bool merge) {
     if (runs)
       run_add(ar, &run, c);
     else if (merge)
-      int_free_locked(ar, c);
+      free_chunk(ar, c, FREE_LOCKED);
     else
-      int_free_merge(ar, c);
+      free_chunk(ar, c, FREE_LOCKED | FREE_NO_PARK);
   }
   run_end(ar, &run);
   if (give.n) give_send(ar, &give, &park);
@@ -508,7 +508,7 @@ static void inbox_drain_some(struct arena *ar, size_t n, struct chunk **v) {
     if (park_rest)
       park_add(ar, &park, v[i]);
     else
-      int_free_merge(ar, v[i]);
+      free_chunk(ar, v[i], FREE_LOCKED | FREE_NO_PARK);
   }
   park_push(ar, &park);
   arena_unlock_if(ar, lk);
@@ -575,7 +575,7 @@ static void free_to_arena(struct chunk *c) {
   if (chunksize(c) <= mp.max_fast)
     fastbin_push(arena_for_chunk(c), c); /* no lock */
   else
-    int_free(arena_for_chunk(c), c);
+    free_chunk(arena_for_chunk(c), c, 0);
 }
 
 void tcache_overflow(struct chunk *c, size_t tidx) {

@@ -137,7 +137,7 @@ static void heap_seal(struct arena *ar, struct heap *h, struct chunk *t) {
   h->fence = fence;
   if (keep >= MINSIZE) {
     set_head(t, keep | (t->size & PREV_INUSE) | arena_flag(ar));
-    int_free_no_trim(ar, t);
+    free_chunk(ar, t, FREE_LOCKED | FREE_NO_TRIM);
   } else {
     /* too small to free: t itself becomes the fencepost */
     set_head(t, CHUNK_HDR | (t->size & PREV_INUSE));
