@@ -594,44 +594,6 @@ static void *from_binmap(struct arena *ar, size_t nb) {
   return m;
 }
 
-/* Whole chunks of nb bytes top can give while keeping MINSIZE.  */
-static size_t top_room(struct arena *ar, size_t nb) {
-  size_t size = chunksize(ar->top);
-  if (size > ar->system_mem) hp_fatal("malloc(): corrupted top size");
-  return size < nb + MINSIZE ? 0 : (size - MINSIZE) / nb;
-}
-
-/* Cut len bytes off the front of top (top_room said they fit); where
-   they start.  The caller sets the headers of the chunks in them.  */
-static struct chunk *top_cut(struct arena *ar, size_t len) {
-  struct chunk *v = ar->top;
-  size_t size = chunksize(v);
-  ar->top = chunk_at(v, len);
-  set_free_head(ar->top, (size - len) | PREV_INUSE);
-  return v;
-}
-
-/* Serve nb from the top chunk when it can keep MINSIZE; else NULL.  */
-void *top_take(struct arena *ar, size_t nb) {
-  if (!top_room(ar, nb)) return NULL;
-  struct chunk *v = top_cut(ar, nb);
-  set_head(v, nb | PREV_INUSE | arena_flag(ar));
-  return chunk2mem(v);
-}
-
-void top_fill_bin(struct arena *ar, size_t tidx, size_t nb) {
-  const struct tc_bin *b = &hp_self.bins[tidx];
-  size_t n = top_room(ar, nb), room = b->cap > b->count ? b->cap - b->count : 0;
-  if (n > room) n = room;
-  if (!n) return;
-  size_t head = nb | PREV_INUSE | arena_flag(ar);
-  struct chunk *c = top_cut(ar, n * nb);
-  for (size_t i = 0; i < n; i++, c = chunk_at(c, nb)) {
-    set_head(c, head);
-    tcache_put(c, tidx);
-  }
-}
-
 /* Serve `bytes` from arena ar (locked).  NULL with errno ENOMEM on failure.  */
 void *int_malloc(struct arena *ar, size_t bytes) {
   size_t nb = request2size(bytes);

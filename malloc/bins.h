@@ -55,10 +55,5 @@ HP_INTERNAL void malloc_consolidate(struct arena *ar);
 HP_INTERNAL void *int_realloc(struct arena *ar, struct chunk *old, size_t oldsize, size_t nb);
 HP_INTERNAL void *int_memalign(struct arena *ar, size_t alignment, size_t bytes);
 HP_INTERNAL void unlink_chunk(struct arena *ar, struct chunk *c);
-/* Serve nb from the top chunk when it can keep MINSIZE; else NULL.  */
-HP_INTERNAL void *top_take(struct arena *ar, size_t nb);
-/* Carve chunks of nb bytes off the top chunk into the thread's cache bin
-   tidx while the bin has room and top keeps MINSIZE (a refill: tcache.c).  */
-HP_INTERNAL void top_fill_bin(struct arena *ar, size_t tidx, size_t nb);
 
 #endif

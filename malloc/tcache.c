@@ -49,6 +49,7 @@
 #include "arena.h"
 #include "bins.h"
 #include "params.h"
+#include "top.h"
 #include "track.h"
 
 enum {

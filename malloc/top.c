@@ -1,6 +1,8 @@
-/* top.c: the top chunk.  Growing it (committing more of the current heap,
- * extending the heap in place, or starting a new heap), and trimming it
- * (decommitting whole pages at its end, releasing heaps that became empty).
+/* top.c: the top chunk.  Serving from it (top_take, inline in top.h; a
+ * refill carving it into a cache bin), growing it (committing more of the
+ * current heap, extending the heap in place, or starting a new heap), and
+ * trimming it (decommitting whole pages at its end, releasing heaps that
+ * became empty).
  * The only caller of the region layer for heaps.
  *
  * Heaps: every arena's chunks live in heaps, each a region that starts with
@@ -227,6 +229,19 @@ static int main_first_heap(struct arena *ar, size_t nb) {
     return -1;
   heap_attach_arena_top(ar, h, first_chunk_addr(h, sizeof(struct heap)));
   return 0;
+}
+
+void top_fill_bin(struct arena *ar, size_t tidx, size_t nb) {
+  const struct tc_bin *b = &hp_self.bins[tidx];
+  size_t n = top_room(ar, nb), room = b->cap > b->count ? b->cap - b->count : 0;
+  if (n > room) n = room;
+  if (!n) return;
+  size_t head = nb | PREV_INUSE | arena_flag(ar);
+  struct chunk *c = top_cut(ar, n * nb);
+  for (size_t i = 0; i < n; i++, c = chunk_at(c, nb)) {
+    set_head(c, head);
+    tcache_put(c, tidx);
+  }
 }
 
 /* The top chunk cannot serve nb: get memory from the system.  Returns

@@ -1,9 +1,40 @@
-/* top.h: growing and trimming an arena's heaps (top.c).  The caller holds
- * the arena's lock (or the process has one thread).  Includes: arena.h.  */
+/* top.h: the top chunk -- serving from it, growing and trimming an
+ * arena's heaps (top.c).  The caller holds the arena's lock (or the
+ * process has one thread).  Includes: arena.h.  */
 #ifndef HP_TOP_H
 #define HP_TOP_H
 
 #include "arena.h"
+
+/* Whole chunks of nb bytes top can give while keeping MINSIZE.  */
+static inline size_t top_room(struct arena *ar, size_t nb) {
+  size_t size = chunksize(ar->top);
+  if (size > ar->system_mem) hp_fatal("malloc(): corrupted top size");
+  return size < nb + MINSIZE ? 0 : (size - MINSIZE) / nb;
+}
+
+/* Cut len bytes off the front of top (top_room said they fit); where
+   they start.  The caller sets the headers of the chunks in them.  */
+static inline struct chunk *top_cut(struct arena *ar, size_t len) {
+  struct chunk *v = ar->top;
+  size_t size = chunksize(v);
+  ar->top = chunk_at(v, len);
+  set_free_head(ar->top, (size - len) | PREV_INUSE);
+  return v;
+}
+
+/* Serve nb from the top chunk when it can keep MINSIZE; else NULL.
+   Inline: int_malloc's last step before the system.  */
+static inline void *top_take(struct arena *ar, size_t nb) {
+  if (!top_room(ar, nb)) return NULL;
+  struct chunk *v = top_cut(ar, nb);
+  set_head(v, nb | PREV_INUSE | arena_flag(ar));
+  return chunk2mem(v);
+}
+
+/* Carve chunks of nb bytes off the top chunk into the thread's cache bin
+   tidx while the bin has room and top keeps MINSIZE (a refill: tcache.c).  */
+HP_INTERNAL void top_fill_bin(struct arena *ar, size_t tidx, size_t nb);
 
 /* The top chunk cannot serve nb: get memory from the system.  Memory for
    the request (possibly a chunk mapped on its own), or NULL with errno
