@@ -1,6 +1,6 @@
 /* arena.h: heaps and arenas, which thread uses which, and the arena lock
- * discipline (arena.c).  Includes: hp_base.h, chunk.h, lock.h, params.h,
- * region.h, tcache.h.
+ * discipline (arena.c).  Includes: hp_base.h, chunk.h, inbox.h, lock.h,
+ * params.h, region.h, tcache.h.
  *
  * Locks: each arena's lock guards everything in it; hp_list_lock guards
  * the list of arenas and the free list.  Lock order: stdio's list lock,
@@ -13,6 +13,7 @@
 
 #include "chunk.h"
 #include "hp_base.h"
+#include "inbox.h"
 #include "lock.h"
 #include "params.h"
 #include "region.h"
@@ -28,22 +29,6 @@ struct heap {
   struct chunk *fence; /* when sealed (not the arena's current heap): the fencepost chunk */
   size_t extend_cap;   /* main heap: the most an extension in place tries, halved each time a
                           larger one did not fit (the space above is taken); 0: no bound */
-};
-
-/* Small chunks of an arena that other threads freed, on their way back to
-   the arena's thread: a thread's foreign list (tcache.h, "Whose chunks")
-   goes home here, and the next refill of a thread bound to the arena
-   takes them all into its cache (tcache.c, "the inbox").  An array, not a
-   list through the chunks: the refill reads the pointers a cache line of
-   eight at a time and the chunks' headers side by side, where popping a
-   list the other CPU wrote waits on one cache miss per chunk.  Guarded by
-   its own lock, a leaf: taken with the arena's or without it, never
-   before it.  */
-enum { INBOX_SLOTS = 256 };
-struct inbox {
-  hp_lock_t lock;
-  unsigned n; /* chunks in slot[]; read without the lock as a hint */
-  struct chunk *slot[INBOX_SLOTS];
 };
 
 struct arena {
@@ -71,7 +56,7 @@ struct arena {
      whether the heap was trimmed since it last grew.  */
   size_t trim_keep;
   bool trimmed;
-  struct inbox inbox; /* guarded by inbox.lock */
+  struct inbox inbox; /* guarded by inbox.lock (inbox.h) */
   /* Guarded by hp_list_lock: */
   struct tc_left left;     /* the cache its last thread left (tcache.h) */
   struct arena *next;      /* all arenas, a ring starting at the main arena (see arena_next) */

@@ -116,37 +116,6 @@ static void *take_chunk(struct arena *ar, struct chunk *v, size_t size, size_t n
   return chunk2mem(v);
 }
 
-/* ------------------------------------------------------------------ the inbox */
-
-size_t inbox_put(struct arena *ar, struct chunk *const *v, size_t n) {
-  struct inbox *in = &ar->inbox;
-  bool lk = inbox_lock_if_needed(ar);
-  size_t k = INBOX_SLOTS - in->n;
-  if (k > n) k = n;
-  for (size_t i = 0; i < k; i++) in->slot[in->n + i] = v[i];
-  __atomic_store_n(&in->n, in->n + (unsigned)k, __ATOMIC_RELAXED);
-  inbox_unlock_if(ar, lk);
-  /* so that malloc_consolidate runs when the arena wants larger memory */
-  if (k && !have_fast(ar)) __atomic_store_n(&ar->have_fastchunks, true, __ATOMIC_RELAXED);
-  return k;
-}
-
-size_t inbox_take(struct arena *ar, struct chunk **v, size_t max) {
-  struct inbox *in = &ar->inbox;
-  bool lk = inbox_lock_if_needed(ar);
-  size_t n = in->n < max ? in->n : max, rest = in->n - n;
-  for (size_t i = 0; i < n; i++) v[i] = in->slot[rest + i];
-  __atomic_store_n(&in->n, (unsigned)rest, __ATOMIC_RELAXED);
-  inbox_unlock_if(ar, lk);
-  return n;
-}
-
-/* A chunk taken out of the inbox: what the fastbins check of theirs.  */
-void inbox_check(const struct chunk *c) {
-  if (!aligned_ok((uintptr_t)chunk2mem(c))) hp_fatal("malloc(): unaligned fastbin chunk detected");
-  if (chunksize(c) < MINSIZE || chunksize(c) > FASTBIN_MAX_CHUNK) hp_fatal("malloc(): memory corruption (fast)");
-}
-
 /* ------------------------------------------------------------------ consolidation */
 
 /* Merge free chunk p (of size `size`, possibly preceded and followed by
@@ -182,27 +151,16 @@ static struct chunk *coalesce(struct arena *ar, struct chunk *p, size_t size) {
   return p;
 }
 
-/* Merge what ar's inbox holds: at most its size, so what other threads
-   send meanwhile waits (and says so in have_fastchunks).  The chunks
-   merged.  */
-static size_t consolidate_inbox(struct arena *ar) {
-  struct chunk *v[INBOX_TAKE];
-  size_t merged = 0;
-  for (unsigned k = 0; k < INBOX_SLOTS / INBOX_TAKE && __atomic_load_n(&ar->inbox.n, __ATOMIC_RELAXED); k++) {
-    size_t n = inbox_take(ar, v, INBOX_TAKE);
-    for (size_t i = 0; i < n; i++) {
-      inbox_check(v[i]);
-      coalesce(ar, v[i], chunksize(v[i]));
-    }
-    merged += n;
-  }
-  if (__atomic_load_n(&ar->inbox.n, __ATOMIC_RELAXED)) __atomic_store_n(&ar->have_fastchunks, true, __ATOMIC_RELAXED);
-  return merged;
+/* Merge n chunks taken out of ar's inbox (inbox_drain).  */
+static void merge_inbox_batch(struct arena *ar, struct chunk **v, size_t n) {
+  for (size_t i = 0; i < n; i++) coalesce(ar, v[i], chunksize(v[i]));
 }
 
 void malloc_consolidate(struct arena *ar) {
   __atomic_store_n(&ar->have_fastchunks, false, __ATOMIC_RELAXED);
-  size_t merged = consolidate_inbox(ar);
+  size_t merged = inbox_drain(ar, merge_inbox_batch);
+  /* what other threads sent meanwhile waits, and says so */
+  if (__atomic_load_n(&ar->inbox.n, __ATOMIC_RELAXED)) __atomic_store_n(&ar->have_fastchunks, true, __ATOMIC_RELAXED);
   for (unsigned i = 0; i < NFASTBINS; i++) {
     if (!__atomic_load_n(&ar->fastbins[i], __ATOMIC_RELAXED)) continue;
     struct chunk *p = __atomic_exchange_n(&ar->fastbins[i], NULL, __ATOMIC_ACQUIRE);

@@ -39,17 +39,6 @@ struct fast_chain {
 };
 HP_INTERNAL void fastbin_chain_add(struct arena *ar, struct fast_chain *ch, struct chunk *p);
 HP_INTERNAL void fastbin_chain_push(struct arena *ar, struct fast_chain *ch);
-/* The inbox (arena.h).  Put up to n of the small in-use chunks v[] of ar
-   in its inbox, the number it took; take up to max chunks out of it into
-   v[], the number taken (a caller takes INBOX_TAKE at a time, to keep its
-   stack small: malloc may run on a small thread stack).  Neither needs
-   ar's lock.  */
-enum { INBOX_TAKE = 64 };
-HP_INTERNAL size_t inbox_put(struct arena *ar, struct chunk *const *v, size_t n);
-HP_INTERNAL size_t inbox_take(struct arena *ar, struct chunk **v, size_t max);
-/* A chunk taken out of an inbox: hp_fatal unless aligned and of a small
-   size (the checks of a chunk popped off a fastbin).  */
-HP_INTERNAL void inbox_check(const struct chunk *c);
 /* Merge the chunks the fastbins and the inbox hold into the bins.  */
 HP_INTERNAL void malloc_consolidate(struct arena *ar);
 HP_INTERNAL void *int_realloc(struct arena *ar, struct chunk *old, size_t oldsize, size_t nb);

@@ -29,7 +29,7 @@ struct bin_line {
   size_t from, to, total, count;
 };
 
-/* The chunks of ar's inbox (arena.h), by fastbin: they are counted as
+/* The chunks of ar's inbox (inbox.h), by fastbin: they are counted as
    the fastbins' are, free and small.  */
 static void count_inbox(struct arena *ar, size_t *cnt, size_t *bytes) {
   bool lk = inbox_lock_if_needed(ar);

@@ -18,7 +18,7 @@
  *             one lock per arena per batch, so chunks another thread
  *             allocated (larson, producer/consumer) cost one lock per batch,
  *             not one per free; another arena's small chunks go to its
- *             inbox (arena.h), or, when that is full, are parked
+ *             inbox (inbox.h), or, when that is full, are parked
  *             unmerged in its fastbins (unless glibc.malloc.mxfast is 0,
  *             which switches fastbins off), where its owner's refill takes
  *             them back by the batch; the thread's own arena's small
@@ -273,7 +273,7 @@ static void park_push(struct arena *ar, struct park *pk) {
 }
 
 /* Another arena's small chunks a flush sends to that arena's inbox
-   (arena.h), gathered so the inbox's lock is taken once per batch; what
+   (inbox.h), gathered so the inbox's lock is taken once per batch; what
    the inbox has no room for is parked.  */
 struct give {
   struct chunk *v[TC_FOREIGN_BATCH];
@@ -480,15 +480,14 @@ static void slow_event(void) {
 
 /* ------------------------------------------------------------------ the slow paths */
 
-/* Empty the inbox of ar, the thread's arena (arena.h), n chunks v[] at a
-   time: each chunk into the bin of its size while the bin has room; the
-   rest parked on ar's fastbins, or merged under its lock once mallopt
-   switched fastbins off (M_MXFAST 0) since they were sent.  */
-static void inbox_drain_some(struct arena *ar, size_t n, struct chunk **v) {
+/* n chunks v[] taken out of the inbox of ar, the thread's arena
+   (inbox_drain): each into the bin of its size while the bin has room;
+   the rest parked on ar's fastbins, or merged under its lock once
+   mallopt switched fastbins off (M_MXFAST 0) since they were sent.  */
+static void cache_inbox_batch(struct arena *ar, struct chunk **v, size_t n) {
   size_t rest = 0;
   for (size_t i = 0; i < n; i++) {
     struct chunk *c = v[i];
-    inbox_check(c);
     size_t tidx = tcache_bin_of(chunksize(c));
     struct tc_entry *e = (struct tc_entry *)chunk2mem(c);
     if (tidx == TC_BINS || !tcache_room(tidx)) {
@@ -515,18 +514,10 @@ static void inbox_drain_some(struct arena *ar, size_t n, struct chunk **v) {
   arena_unlock_if(ar, lk);
 }
 
-static void inbox_drain(struct arena *ar) {
-  struct chunk *v[INBOX_TAKE];
-  /* at most the inbox's size: what other threads send meanwhile waits */
-  size_t n;
-  for (unsigned k = 0; k < INBOX_SLOTS / INBOX_TAKE && (n = inbox_take(ar, v, INBOX_TAKE)) != 0; k++)
-    inbox_drain_some(ar, n, v);
-}
-
 void *tcache_refill(size_t tidx, size_t nb) {
   grow(tidx);
   struct arena *ar = arena_of_thread(); /* binding the thread may fill its bins (tcache_adopt) */
-  if (__atomic_load_n(&ar->inbox.n, __ATOMIC_RELAXED)) inbox_drain(ar);
+  inbox_drain(ar, cache_inbox_batch);
   if (hp_self.bins[tidx].head) {
     region_run_deferred(); /* a drain with fastbins off merges, and may trim */
     slow_event();

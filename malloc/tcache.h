@@ -34,7 +34,7 @@
  * keyed as a bin is, so a second free of it is caught at the call -- and
  * the list goes home by the batch (TC_FOREIGN_BATCH chunks or
  * TC_FOREIGN_BYTES, one lock per arena): the small chunks into the
- * arena's inbox (arena.h), which the next refill of a thread of that
+ * arena's inbox (inbox.h), which the next refill of a thread of that
  * arena empties into its bins.  So a thread reuses only memory
  * its own arena handed out, and two threads' blocks do not end up side by
  * side in one cache line: on larson, where each thread inherits the
