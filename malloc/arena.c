@@ -169,8 +169,7 @@ struct arena *arena_get(void) {
   return ar;
 }
 
-/* ar could not serve a request: another arena to try, or NULL.  */
-struct arena *arena_retry(const struct arena *ar) {
+struct arena *arena_other_or_new(const struct arena *ar) {
   if (ar != &main_arena) return &main_arena;
   list_lock();
   struct arena *other = narenas > 1 ? reuse_arena(&main_arena) : NULL;

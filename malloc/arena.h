@@ -137,8 +137,11 @@ static inline struct arena *arena_of_thread(void) {
   struct arena *ar = hp_self.arena;
   return HP_LIKELY(ar != NULL) ? ar : arena_get();
 }
-/* ar could not serve a request: another arena to try, or NULL.  */
-HP_INTERNAL struct arena *arena_retry(const struct arena *ar);
+/* ar could not serve a request: another arena to try once, without
+   binding the thread to it -- the main arena for a thread arena; for the
+   main arena, another existing arena, else a new one while the arena
+   limit allows; NULL when there is none.  */
+HP_INTERNAL struct arena *arena_other_or_new(const struct arena *ar);
 HP_INTERNAL void arena_thread_detach(void);
 HP_INTERNAL void arena_thread_register(void);
 HP_INTERNAL void arena_init_struct(struct arena *ar, int index);

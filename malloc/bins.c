@@ -577,6 +577,28 @@ void *int_malloc(struct arena *ar, size_t bytes) {
   }
 }
 
+/* Serve from ar, its lock held: `bytes` aligned as malloc aligns when
+   alignment is 0, else to alignment (int_memalign's).  */
+static void *serve(struct arena *ar, size_t alignment, size_t bytes) {
+  return alignment ? int_memalign(ar, alignment, bytes) : int_malloc(ar, bytes);
+}
+
+void *malloc_elsewhere(const struct arena *ar, size_t alignment, size_t bytes) {
+  struct arena *other = arena_other_or_new(ar);
+  if (!other) return NULL;
+  bool lk = arena_lock_if_needed(other);
+  void *p = serve(other, alignment, bytes);
+  arena_unlock_if(other, lk);
+  return p;
+}
+
+void *malloc_from_arena(struct arena *ar, size_t alignment, size_t bytes) {
+  bool lk = arena_lock_if_needed(ar);
+  void *p = serve(ar, alignment, bytes);
+  arena_unlock_if(ar, lk);
+  return p ? p : malloc_elsewhere(ar, alignment, bytes);
+}
+
 /* ------------------------------------------------------------------ realloc, memalign */
 
 /* Give back the tail of in-use chunk p beyond nb (p's size is `size`).  */

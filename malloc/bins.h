@@ -11,6 +11,14 @@ HP_INTERNAL void arena_bins_init(struct arena *ar);
 /* Serve `bytes` from ar.  NULL with errno ENOMEM when neither the bins nor
    the system can.  */
 HP_INTERNAL void *int_malloc(struct arena *ar, size_t bytes);
+/* Serve `bytes` (aligned to `alignment`, or as malloc aligns when it is
+   0) from ar, whose lock the caller does not hold; when ar cannot, from
+   another arena once (malloc_elsewhere).  NULL with errno ENOMEM when
+   none can.  The caller runs region_run_deferred after.  */
+HP_INTERNAL void *malloc_from_arena(struct arena *ar, size_t alignment, size_t bytes);
+/* ar could not serve `bytes` (aligned as above): try once in another
+   arena, the main arena or one arena_other_or_new picks or creates.  */
+HP_INTERNAL void *malloc_elsewhere(const struct arena *ar, size_t alignment, size_t bytes);
 /* Free in-use chunk c of ar as `how` says (flags, 0 for free()'s way):
      FREE_LOCKED   the caller holds ar's lock (else free_chunk takes it
                    when the thread needs locks at all);

@@ -86,26 +86,11 @@ static inline void vg_usable(void *p, size_t *n) {
 
 /* ------------------------------------------------------------------ core paths */
 
-static void *arena_alloc(size_t n) {
-  struct arena *ar = arena_of_thread();
-  bool lk = arena_lock_if_needed(ar);
-  void *p = int_malloc(ar, n);
-  arena_unlock_if(ar, lk);
-  if (!p && (ar = arena_retry(ar)) != NULL) {
-    arena_lock(ar);
-    p = int_malloc(ar, n);
-    arena_unlock(ar);
-  }
-  region_run_deferred();
-  return p;
-}
-
+/* Allocate n bytes from the thread's arena (or another, once).  */
 static void *alloc_from_arena(size_t n) {
-  void *p = arena_alloc(n);
-  if (!p) {
-    errno = ENOMEM;
-    return NULL;
-  }
+  void *p = malloc_from_arena(arena_of_thread(), 0, n);
+  region_run_deferred();
+  if (!p) errno = ENOMEM;
   return p;
 }
 
@@ -447,15 +432,7 @@ static void *aligned_core(size_t alignment, size_t n) {
     errno = ENOMEM;
     return NULL;
   }
-  struct arena *ar = arena_of_thread();
-  arena_lock(ar);
-  void *p = int_memalign(ar, alignment, n);
-  arena_unlock(ar);
-  if (!p && (ar = arena_retry(ar)) != NULL) {
-    arena_lock(ar);
-    p = int_memalign(ar, alignment, n);
-    arena_unlock(ar);
-  }
+  void *p = malloc_from_arena(arena_of_thread(), alignment, n);
   region_run_deferred();
   if (!p) errno = ENOMEM;
   return p;

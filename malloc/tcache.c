@@ -534,11 +534,7 @@ void *tcache_refill(size_t tidx, size_t nb) {
       chunk_at(mem2chunk(p), nb) == ar->top)
     top_fill_bin(ar, tidx, nb);
   arena_unlock_if(ar, lk);
-  if (!p && (ar = arena_retry(ar)) != NULL) {
-    arena_lock(ar);
-    p = int_malloc(ar, nb - SIZE_SZ);
-    arena_unlock(ar);
-  }
+  if (!p) p = malloc_elsewhere(ar, 0, nb - SIZE_SZ);
   region_run_deferred();
   slow_event();
   if (!p) errno = ENOMEM;
