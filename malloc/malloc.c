@@ -168,7 +168,7 @@ __attribute__((noinline)) static void free_to_bin(struct chunk *c, size_t tidx) 
   struct tc_entry *e = (struct tc_entry *)chunk2mem(c);
   if (HP_UNLIKELY(e->key == hp_tcache_key)) tcache_fatal_if_cached(e, tidx, double_free_msg);
   if (tcache_is_foreign(c, c->size)) {
-    tcache_foreign(c);
+    tcache_put_foreign(c);
   } else if (hp_self.bins[tidx].count < hp_self.bins[tidx].cap) {
     tcache_check_neighbours(c);
     tcache_put(c, tidx);
@@ -198,7 +198,7 @@ __attribute__((noinline)) static void free_to_cache_or_arena(struct chunk *c, si
    header damaged in that bit, which the same checks judge as they would
    any chunk (one that passes is freed).  Not through the cache: its key
    is not there to catch it.  */
-__attribute__((noinline, cold)) static void free_arena_free(struct chunk *c) {
+__attribute__((noinline, cold)) static void free_via_arena_checks(struct chunk *c) {
   struct arena *ar = arena_for_chunk(c);
   free_chunk(ar, c, FREE_NO_PARK);
 }
@@ -212,7 +212,7 @@ static void free_core(struct chunk *c) {
   }
   if (HP_UNLIKELY(size < MINSIZE)) hp_fatal("free(): invalid size");
   if (HP_UNLIKELY(c->size & ARENA_FREE)) {
-    free_arena_free(c);
+    free_via_arena_checks(c);
     return;
   }
   if (HP_UNLIKELY(hp_self.state == HP_THREAD_NEW)) tcache_thread_start();
@@ -273,7 +273,7 @@ HP_EXPORT void HP_API(free)(void *p) {
         struct tc_bin *b = tcache_small_bin(size);
         if (HP_LIKELY(e->key != hp_tcache_key)) {
           if (HP_UNLIKELY(tcache_is_foreign(c, head))) {
-            tcache_foreign(c);
+            tcache_put_foreign(c);
             return;
           }
           if (HP_LIKELY(b->count < b->cap)) {

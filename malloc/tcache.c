@@ -23,8 +23,8 @@
  *             which switches fastbins off), where its owner's refill takes
  *             them back by the batch; the thread's own arena's small
  *             ones are parked the same way while the arena's record says
- *             parked chunks get reused, else merged at once (flush_parks),
- *             a run of neighbours at a time (struct run);
+ *             parked chunks get reused, else merged at once (flush_should_park),
+ *             a run of neighbours at a time (struct merge_run);
  *   grow      a bin that missed or overflowed doubles its cap (from 0 to
  *             TC_FIRST_CAP, or fewer of a large class) while the caps of
  *             the thread add up to at most hpmalloc.tcache_bytes;
@@ -151,7 +151,7 @@ static void raise_cap(size_t tidx, size_t want) {
 
 /* Bin tidx missed or overflowed: double its cap, within the budget (when
    it is spent, the next gc pass shares it again).  */
-static void grow(size_t tidx) {
+static void grow_cap(size_t tidx) {
   if (mp.tcache_fixed) return;
   struct tc_bin *b = &hp_self.bins[tidx];
   size_t want = b->cap ? 2 * (size_t)b->cap : first_cap(tc_bin_size(tidx));
@@ -159,7 +159,7 @@ static void grow(size_t tidx) {
   raise_cap(tidx, want > TC_CAP_MAX ? TC_CAP_MAX : want);
 }
 
-static void shrink(size_t tidx, size_t by) {
+static void shrink_cap(size_t tidx, size_t by) {
   struct tc_bin *b = &hp_self.bins[tidx];
   if (by > b->cap) by = b->cap;
   b->cap = (uint16_t)(b->cap - by);
@@ -193,7 +193,7 @@ static struct tc_entry **detach(size_t tidx, size_t k, struct tc_entry **tail) {
    (about 7% of its CPU time); merged at the flush instead, freeing 10 M
    blocks of 100 bytes before exit took 25% longer than parking them,
    which nothing then merges.  */
-static bool flush_parks(struct arena *ar) {
+static bool flush_should_park(struct arena *ar) {
   if (ar->flush_parked >= TC_PARK_WINDOW) {
     ar->flush_parked /= 2;
     ar->fast_merged /= 2;
@@ -210,7 +210,7 @@ static bool flush_parks(struct arena *ar) {
    freed, and a program that frees together what it allocated together
    frees neighbours one after the other: on bench/workloads/pyalloc.py half
    the chunks a flush merges come right after a neighbour in the list.  */
-struct run {
+struct merge_run {
   struct chunk *lo;
   size_t len;
 };
@@ -219,29 +219,29 @@ struct run {
    leaves there, free and after a free chunk, so that a second free of it
    or of the chunk before it is caught ("double free or corruption
    (!prev)").  */
-static void inside_run(struct chunk *c) { c->size = (c->size | ARENA_FREE) & ~(size_t)PREV_INUSE; }
+static void mark_inside_run(struct chunk *c) { c->size = (c->size | ARENA_FREE) & ~(size_t)PREV_INUSE; }
 
-static void run_end(struct arena *ar, struct run *r) {
+static void merge_run_end(struct arena *ar, struct merge_run *r) {
   if (!r->lo) return;
   if (r->len != chunksize(r->lo)) set_head_size(r->lo, r->len);
   free_chunk(ar, r->lo, FREE_LOCKED | FREE_NO_PARK);
   r->lo = NULL;
 }
 
-static void run_add(struct arena *ar, struct run *r, struct chunk *c) {
+static void merge_run_add(struct arena *ar, struct merge_run *r, struct chunk *c) {
   size_t size = chunksize(c);
   if (r->lo && c == chunk_at(r->lo, r->len) && prev_inuse(c)) {
-    inside_run(c);
+    mark_inside_run(c);
     r->len += size;
     return;
   }
   if (r->lo && chunk_at(c, size) == r->lo && prev_inuse(r->lo)) {
-    inside_run(r->lo);
+    mark_inside_run(r->lo);
     r->lo = c;
     r->len += size;
     return;
   }
-  run_end(ar, r);
+  merge_run_end(ar, r);
   r->lo = c;
   r->len = size;
 }
@@ -249,71 +249,71 @@ static void run_add(struct arena *ar, struct run *r, struct chunk *c) {
 /* Chunks a flush parks on an arena's fastbins: a chain per fastbin, each
    pushed with one atomic operation, so a list of mixed sizes (the foreign
    list) costs one per size, not one per chunk.  */
-struct park {
+struct fastbin_chains {
   struct fast_chain chain[NFASTBINS];
   uint64_t used; /* bit i: chain[i] holds chunks */
   size_t n;
 };
 _Static_assert(NFASTBINS <= 64, "a bit per fastbin");
 
-static void park_add(struct arena *ar, struct park *pk, struct chunk *c) {
+static void fastbin_chains_add(struct arena *ar, struct fastbin_chains *fc, struct chunk *c) {
   unsigned i = fastbin_index(chunksize(c));
   if (i >= NFASTBINS) hp_fatal("invalid fastbin entry (free)"); /* a size the flush's caller let by */
-  if (!(pk->used & (UINT64_C(1) << i))) {
-    pk->chain[i].first = NULL;
-    pk->used |= UINT64_C(1) << i;
+  if (!(fc->used & (UINT64_C(1) << i))) {
+    fc->chain[i].first = NULL;
+    fc->used |= UINT64_C(1) << i;
   }
-  fastbin_chain_add(ar, &pk->chain[i], c);
-  pk->n++;
+  fastbin_chain_add(ar, &fc->chain[i], c);
+  fc->n++;
 }
 
-static void park_push(struct arena *ar, struct park *pk) {
-  for (uint64_t u = pk->used; u; u &= u - 1) fastbin_chain_push(ar, &pk->chain[__builtin_ctzll(u)]);
-  pk->used = 0;
+static void fastbin_chains_push(struct arena *ar, struct fastbin_chains *fc) {
+  for (uint64_t u = fc->used; u; u &= u - 1) fastbin_chain_push(ar, &fc->chain[__builtin_ctzll(u)]);
+  fc->used = 0;
 }
 
 /* Another arena's small chunks a flush sends to that arena's inbox
    (inbox.h), gathered so the inbox's lock is taken once per batch; what
    the inbox has no room for is parked.  */
-struct give {
+struct inbox_batch {
   struct chunk *v[TC_FOREIGN_BATCH];
   size_t n;
 };
 
-static void give_send(struct arena *ar, struct give *g, struct park *pk) {
-  size_t k = inbox_put(ar, g->v, g->n);
-  for (size_t i = k; i < g->n; i++) park_add(ar, pk, g->v[i]);
-  g->n = 0;
+static void inbox_batch_send(struct arena *ar, struct inbox_batch *b, struct fastbin_chains *fc) {
+  size_t k = inbox_put(ar, b->v, b->n);
+  for (size_t i = k; i < b->n; i++) fastbin_chains_add(ar, fc, b->v[i]);
+  b->n = 0;
 }
 
-static void give_add(struct arena *ar, struct give *g, struct park *pk, struct chunk *c) {
-  g->v[g->n++] = c;
-  if (g->n == TC_FOREIGN_BATCH) give_send(ar, g, pk);
+static void inbox_batch_add(struct arena *ar, struct inbox_batch *b, struct fastbin_chains *fc, struct chunk *c) {
+  b->v[b->n++] = c;
+  if (b->n == TC_FOREIGN_BATCH) inbox_batch_send(ar, b, fc);
 }
 
-/* Free every chunk of ar on *list (taking them off it) into ar.  With
-   `merge` (a thread that exits, malloc_trim, the gc) each is freed as
+/* Send every chunk of ar on *list (taking them off it) home to ar.  With
+   `as_free` (a thread that exits, malloc_trim, the gc) each is freed as
    free() would.  Else (a flush) another arena's small chunks go to its
    inbox, or are parked unmerged in its fastbins when the inbox is full,
    where its owner's next refill takes them back by the batch, so a
    cross-thread free stays cheap for both threads; neither takes the
    arena's lock (the inbox has its own, a fastbin push is atomic), so a
    flush of them alone leaves the owner's lock alone.  The thread's own
-   arena's small ones are parked or merged at once as flush_parks says.  */
-static void free_into(struct arena *ar, struct tc_entry **list, bool merge) {
-  bool own = ar == hp_self.arena, lk = false, locked = own || merge || !mp.max_fast;
+   arena's small ones are parked or merged at once as flush_should_park says.  */
+static void send_to_arena(struct arena *ar, struct tc_entry **list, bool as_free) {
+  bool own = ar == hp_self.arena, lk = false, locked = own || as_free || !mp.max_fast;
   if (locked) lk = arena_lock_if_needed(ar);
   /* the largest chunk that goes on a fastbin unmerged; the rest are
-     freed as free() would (`merge`) or merged */
-  size_t park_max = merge || !mp.max_fast ? 0 : !own ? FASTBIN_MAX_CHUNK : flush_parks(ar) ? mp.max_fast : 0;
+     freed as free() would (`as_free`) or merged */
+  size_t park_max = as_free || !mp.max_fast ? 0 : !own ? FASTBIN_MAX_CHUNK : flush_should_park(ar) ? mp.max_fast : 0;
   /* runs, unless perturb bytes are to overwrite the headers inside */
-  bool runs = !merge && !mp.perturb;
-  struct run run = { NULL, 0 };
-  struct park park;
-  park.used = 0;
-  park.n = 0;
-  struct give give;
-  give.n = 0;
+  bool runs = !as_free && !mp.perturb;
+  struct merge_run run = { NULL, 0 };
+  struct fastbin_chains chains;
+  chains.used = 0;
+  chains.n = 0;
+  struct inbox_batch batch;
+  batch.n = 0;
   vg_enter();
   for (struct tc_entry **pp = list; *pp;) {
     struct tc_entry *e = *pp;
@@ -325,9 +325,9 @@ static void free_into(struct arena *ar, struct tc_entry **list, bool merge) {
     *pp = e->next;
     if (chunksize(c) <= park_max) {
       if (own)
-        park_add(ar, &park, c);
+        fastbin_chains_add(ar, &chains, c);
       else
-        give_add(ar, &give, &park, c);
+        inbox_batch_add(ar, &batch, &chains, c);
       continue;
     }
     if (!locked) {
@@ -335,30 +335,30 @@ static void free_into(struct arena *ar, struct tc_entry **list, bool merge) {
       locked = true;
     }
     if (runs)
-      run_add(ar, &run, c);
-    else if (merge)
+      merge_run_add(ar, &run, c);
+    else if (as_free)
       free_chunk(ar, c, FREE_LOCKED);
     else
       free_chunk(ar, c, FREE_LOCKED | FREE_NO_PARK);
   }
-  run_end(ar, &run);
-  if (give.n) give_send(ar, &give, &park);
-  park_push(ar, &park);
+  merge_run_end(ar, &run);
+  if (batch.n) inbox_batch_send(ar, &batch, &chains);
+  fastbin_chains_push(ar, &chains);
   vg_leave();
-  if (own) ar->flush_parked += park.n;
+  if (own) ar->flush_parked += chains.n;
   arena_unlock_if(ar, lk);
 }
 
-/* Free every chunk on the list into its arena: one arena at a time, the
-   first arena on the list first (free_into).  */
-static void free_by_arena(struct tc_entry *list, bool merge) {
-  while (list) free_into(arena_for_chunk(mem2chunk(list)), &list, merge);
+/* Send every chunk on the list home to its arena: one arena at a time,
+   the first arena on the list first (send_to_arena).  */
+static void send_home(struct tc_entry *list, bool as_free) {
+  while (list) send_to_arena(arena_for_chunk(mem2chunk(list)), &list, as_free);
 }
 
 static void flush_bin(size_t tidx, size_t k) {
   struct tc_entry *list = NULL;
   detach(tidx, k, &list);
-  free_by_arena(list, false);
+  send_home(list, false);
 }
 
 /* Take the foreign list off the thread and append it, unmangled and
@@ -383,7 +383,7 @@ static struct tc_entry **detach_foreign(struct tc_entry **tail) {
 static void flush_all(void) {
   struct tc_entry *list = NULL, **tail = detach_foreign(&list);
   for (size_t i = 0; i < TC_BINS; i++) tail = detach(i, hp_self.bins[i].count, tail);
-  free_by_arena(list, true);
+  send_home(list, true);
 }
 
 /* Each bin that neither missed nor overflowed lately gives back three
@@ -396,7 +396,7 @@ static struct tc_entry **give_back_idle(struct tc_entry **tail) {
     size_t idle = b->events ? 0 : b->low, k = idle - idle / 4;
     if (k) {
       tail = detach(i, k, tail);
-      shrink(i, k);
+      shrink_cap(i, k);
     }
     b->low = b->count;
   }
@@ -419,7 +419,7 @@ static uint64_t isqrt(uint64_t v) {
 static struct tc_entry **lower_cap(size_t tidx, size_t cap, struct tc_entry **tail) {
   struct tc_bin *b = &hp_self.bins[tidx];
   if (b->count > cap) tail = detach(tidx, b->count - cap, tail);
-  shrink(tidx, b->cap - cap);
+  shrink_cap(tidx, b->cap - cap);
   return tail;
 }
 
@@ -471,7 +471,7 @@ static void gc(void) {
     else
       for (size_t i = 0; i < bins_in_use(); i++) hp_self.bins[i].events /= 2;
   }
-  free_by_arena(list, true);
+  send_home(list, true);
 }
 
 static void slow_event(void) {
@@ -500,22 +500,22 @@ static void cache_inbox_batch(struct arena *ar, struct chunk **v, size_t n) {
     tcache_push(&hp_self.bins[tidx], e);
   }
   if (!rest) return;
-  struct park park;
-  park.used = 0;
-  park.n = 0;
+  struct fastbin_chains chains;
+  chains.used = 0;
+  chains.n = 0;
   bool park_rest = mp.max_fast != 0, lk = !park_rest && arena_lock_if_needed(ar);
   for (size_t i = 0; i < rest; i++) {
     if (park_rest)
-      park_add(ar, &park, v[i]);
+      fastbin_chains_add(ar, &chains, v[i]);
     else
       free_chunk(ar, v[i], FREE_LOCKED | FREE_NO_PARK);
   }
-  park_push(ar, &park);
+  fastbin_chains_push(ar, &chains);
   arena_unlock_if(ar, lk);
 }
 
 void *tcache_refill(size_t tidx, size_t nb) {
-  grow(tidx);
+  grow_cap(tidx);
   struct arena *ar = arena_of_thread(); /* binding the thread may fill its bins (tcache_adopt) */
   inbox_drain(ar, cache_inbox_batch);
   if (hp_self.bins[tidx].head) {
@@ -573,7 +573,7 @@ void tcache_overflow(struct chunk *c, size_t tidx) {
     return;
   }
   tcache_check_neighbours(c);
-  grow(tidx);
+  grow_cap(tidx);
   if (b->count >= b->cap) flush_bin(tidx, b->count - b->cap / 2);
   if (b->count < b->cap)
     tcache_put(c, tidx);
@@ -585,7 +585,7 @@ void tcache_overflow(struct chunk *c, size_t tidx) {
 /* Chunk c is of another arena than the thread's (tcache.h, "Whose
    chunks"): checked as a cached chunk is, it joins the foreign list, and
    a full list goes home.  */
-void tcache_foreign(struct chunk *c) {
+void tcache_put_foreign(struct chunk *c) {
   tcache_check_neighbours(c);
   struct tc_entry *e = (struct tc_entry *)chunk2mem(c);
   e->key = hp_tcache_key;
@@ -595,7 +595,7 @@ void tcache_foreign(struct chunk *c) {
   if (++hp_self.foreign_count < TC_FOREIGN_BATCH && hp_self.foreign_bytes < TC_FOREIGN_BYTES) return;
   struct tc_entry *list = NULL;
   detach_foreign(&list);
-  free_by_arena(list, false);
+  send_home(list, false);
   slow_event();
 }
 
@@ -654,18 +654,18 @@ static size_t free_run_at(const struct arena *ar, const struct chunk *c) {
    CPU time moved less than its spread).  */
 static bool cache_borders_free(struct arena *ar) {
   struct tc_entry *cur[TC_BINS];
-  size_t left[TC_BINS], live = 0, longest = 0, seen = 0, bordering = 0;
+  size_t remaining[TC_BINS], live = 0, longest = 0, seen = 0, bordering = 0;
   for (size_t i = 0; i < TC_BINS; i++)
     if (hp_self.bins[i].head && hp_self.bins[i].count) {
       cur[live] = hp_self.bins[i].head;
-      left[live++] = hp_self.bins[i].count;
+      remaining[live++] = hp_self.bins[i].count;
     }
   bool lk = arena_lock_if_needed(ar);
   while (live && longest <= mp.trim_threshold) {
     for (size_t k = 0; k < live;) {
       struct tc_entry *e = cur[k];
       struct chunk *c = mem2chunk(e);
-      bool ok = aligned_ok((uintptr_t)e), more = ok && --left[k] != 0;
+      bool ok = aligned_ok((uintptr_t)e), more = ok && --remaining[k] != 0;
       if (ok && arena_for_chunk(c) == ar) {
         size_t run = free_run_at(ar, c);
         if (run > longest) longest = run;
@@ -675,7 +675,7 @@ static bool cache_borders_free(struct arena *ar) {
       if (more) e = (struct tc_entry *)reveal_ptr(&e->next, e->next);
       if (!more || !e) {
         cur[k] = cur[--live];
-        left[k] = left[live];
+        remaining[k] = remaining[live];
         continue;
       }
       cur[k++] = e;
@@ -764,7 +764,7 @@ void tcache_thread_start(void) {
   arena_thread_register(); /* so the cache is flushed when the thread exits */
 }
 
-void tcache_flush(void) {
+void tcache_switch_off(void) {
   hp_self.on = false;
   caps_off();
   flush_all();
@@ -781,13 +781,13 @@ void tcache_reset(void) {
 void tcache_thread_end(void) {
   struct tc_entry *list = NULL;
   detach_foreign(&list);
-  free_by_arena(list, true);
+  send_home(list, true);
   /* the walk only where the cache may be left (leave_cache decides, locked) */
   bool borders_free = may_leave(hp_self.arena) && cache_borders_free(hp_self.arena);
   list_lock();
   leave_cache(borders_free);
   list_unlock();
-  tcache_flush(); /* whatever the arena was not left */
+  tcache_switch_off(); /* whatever the arena was not left */
   list_lock();
   if (hp_self.prev_next) *hp_self.prev_next = hp_self.next_thread;
   if (hp_self.next_thread) hp_self.next_thread->prev_next = hp_self.prev_next;

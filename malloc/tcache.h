@@ -159,7 +159,7 @@ static inline size_t tcache_bin_of(size_t csz) {
 /* e carries the key: a block freed already, found in bin tidx (hp_fatal
    with msg), or a coincidence.  */
 HP_INTERNAL void tcache_fatal_if_cached(const struct tc_entry *e, size_t tidx, const char *msg);
-HP_INTERNAL void tcache_foreign(struct chunk *c);
+HP_INTERNAL void tcache_put_foreign(struct chunk *c);
 
 /* Push in-use chunk e on bin b (the caller checked room).  */
 static inline void tcache_push(struct tc_bin *b, struct tc_entry *e) {
@@ -192,7 +192,7 @@ static inline bool tcache_room(size_t tidx) { return hp_self.bins[tidx].count < 
 HP_INTERNAL void tcache_thread_start(void);
 /* Give every cached chunk back to its arena and switch the cache off (a
    thread that exits).  */
-HP_INTERNAL void tcache_flush(void);
+HP_INTERNAL void tcache_switch_off(void);
 /* Give every cached chunk back, and every left cache, and start again
    with the initial caps (malloc_trim).  */
 HP_INTERNAL void tcache_reset(void);

@@ -4,7 +4,7 @@
  * corruption checks.  Driven through the test build's hpt_* API and
  * checked through the internals (main_arena, check_arena).
  *
- * Most tests switch the calling thread's tcache off (tcache_flush()) so
+ * Most tests switch the calling thread's tcache off (tcache_switch_off()) so
  * that every free reaches the arena.  Criterion runs each test in a fresh
  * process, so the allocator starts from nothing every time.  MIT licence.  */
 #include <criterion/criterion.h>
@@ -36,7 +36,7 @@
 static void tcache_off(void) {
   hp_ensure_init();
   tcache_thread_start();
-  tcache_flush(); /* empty, and off */
+  tcache_switch_off(); /* empty, and off */
   mp.tcache_large_bins = 0;
 }
 

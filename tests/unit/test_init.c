@@ -155,7 +155,7 @@ Test(mallopt, parameters) {
 
 Test(mallopt, perturb_fills_blocks) {
   init_mode0();
-  tcache_flush(); /* no tcache: every call reaches the arena */
+  tcache_switch_off(); /* no tcache: every call reaches the arena */
   cr_assert_eq(hpt_mallopt(M_PERTURB, 0x5a), 1);
   unsigned char *p = hpt_malloc(2000);
   cr_assert_not_null(p);
@@ -192,7 +192,7 @@ static int fake_advise(void *addr, size_t len, enum hp_advice a) {
 
 Test(set_mode, thp_advises_and_collapses_existing_heaps) {
   init_mode0();
-  tcache_flush();
+  tcache_switch_off();
   void *v[64];
   for (int i = 0; i < 64; i++) v[i] = hpt_malloc(100000); /* 6 MB of heap, below the mmap threshold */
   struct heap *h = main_arena.heap;

@@ -462,7 +462,7 @@ struct whole {
 static void *alloc_inbox_full(void *arg) {
   struct whole *w = arg;
   for (int i = 0; i < INBOX_SLOTS; i++) w->p[i] = hpt_malloc(200);
-  tcache_flush(); /* no cache left to the arena: the next thread's bins start empty */
+  tcache_switch_off(); /* no cache left to the arena: the next thread's bins start empty */
   return NULL;
 }
 
@@ -1038,7 +1038,7 @@ Test(tcache, double_free_of_a_chunk_the_arena_holds) {
 
 static void do_double_free_into_a_bin_with_room(void) {
   hp_ensure_init();
-  tcache_flush(); /* off: a and b come from the arena side by side and go back there */
+  tcache_switch_off(); /* off: a and b come from the arena side by side and go back there */
   void *a = hpt_malloc(496), *b = hpt_malloc(496), *g = hpt_malloc(496);
   (void)g;
   hpt_free(a);
@@ -1180,7 +1180,7 @@ Test(tcache, flush_returns_chunks_and_switches_off) {
   for (int i = 0; i < 5; i++) p[i] = hpt_malloc(200);
   void *g = hpt_malloc(16);
   for (int i = 0; i < 5; i++) hpt_free(p[i]);
-  tcache_flush();
+  tcache_switch_off();
   for (size_t i = 0; i < TC_BINS; i++) {
     cr_assert_eq(hp_self.bins[i].count, 0);
     cr_assert_null(hp_self.bins[i].head);
