@@ -81,11 +81,10 @@ static void unsorted_push(struct arena *ar, struct chunk *p, size_t size) {
   fwd->bk = p;
 }
 
-/* While the thread refills its cache's bin for nb (tcache.c), carve more
+/* For a refill of the thread's cache bin for nb (tcache.c), carve more
    chunks of nb off the front of free space `*rem` of `rsize` bytes, which
    follows an in-use chunk; leaves at least MINSIZE.  The bytes left.  */
 static size_t carve_for_cache(struct arena *ar, struct chunk **rem, size_t rsize, size_t nb) {
-  if (HP_LIKELY(!hp_self.filling)) return rsize;
   size_t tidx = tcache_bin_of(nb);
   if (tidx == TC_BINS) return rsize;
   while (rsize >= nb + MINSIZE && tcache_room(tidx)) {
@@ -99,8 +98,10 @@ static size_t carve_for_cache(struct arena *ar, struct chunk **rem, size_t rsize
 }
 
 /* Split chunk v (already unlinked, of size `size`) to serve nb; the
-   remainder, if any, goes to the unsorted bin.  */
-static void *take_chunk(struct arena *ar, struct chunk *v, size_t size, size_t nb, bool remember) {
+   remainder, if any, goes to the unsorted bin, after a refill (`refill`)
+   carved what it can use off its front.  `remember`: the remainder is
+   the last remainder.  */
+static void *take_chunk(struct arena *ar, struct chunk *v, size_t size, size_t nb, bool remember, bool refill) {
   size_t rsize = size - nb;
   if (rsize < MINSIZE) {
     take_whole(v, size, arena_flag(ar));
@@ -108,7 +109,7 @@ static void *take_chunk(struct arena *ar, struct chunk *v, size_t size, size_t n
   }
   struct chunk *rem = chunk_at(v, nb);
   set_head(v, nb | PREV_INUSE | arena_flag(ar));
-  rsize = carve_for_cache(ar, &rem, rsize, nb);
+  if (refill) rsize = carve_for_cache(ar, &rem, rsize, nb);
   set_free_head(rem, rsize | PREV_INUSE);
   set_foot(rem, rsize);
   unsorted_push(ar, rem, rsize);
@@ -412,7 +413,7 @@ enum { UNSORTED_MAX_ITERS = 10000 };
 /* Walk the unsorted bin, sorting chunks into bins.  Returns a chunk for nb
    when one fits exactly or the last remainder can be split; exact fits for
    tcache-sized requests fill the tcache first (*cached counts them).  */
-static void *process_unsorted(struct arena *ar, size_t nb, size_t *cached) {
+static void *process_unsorted(struct arena *ar, size_t nb, size_t *cached, bool refill) {
   struct chunk *ub = unsorted(ar);
   if (ub->bk == ub) return NULL; /* empty: nothing to sort */
   size_t tidx = tcache_bin_of(nb);
@@ -425,7 +426,7 @@ static void *process_unsorted(struct arena *ar, size_t nb, size_t *cached) {
     struct chunk *bck = v->bk;
     if (in_smallbin_range(nb) && bck == ub && v == ar->last_remainder && size > nb + MINSIZE) {
       ub->bk = ub->fd = ub; /* v was alone in the list */
-      return take_chunk(ar, v, size, nb, true);
+      return take_chunk(ar, v, size, nb, true, refill);
     }
     ub->bk = bck;
     bck->fd = ub;
@@ -449,7 +450,7 @@ static void *process_unsorted(struct arena *ar, size_t nb, size_t *cached) {
 }
 
 /* Best fit in nb's own large bin.  */
-static void *from_largebin(struct arena *ar, size_t nb) {
+static void *from_largebin(struct arena *ar, size_t nb, bool refill) {
   struct chunk *bin = bin_at(ar, largebin_index(nb));
   struct chunk *v = bin->fd;
   if (v == bin || chunksize(v) < nb) return NULL;
@@ -459,7 +460,7 @@ static void *from_largebin(struct arena *ar, size_t nb) {
   if (v != bin->bk && chunksize(v->fd) == chunksize(v)) v = v->fd;
   size_t size = chunksize(v);
   unlink_chunk(ar, v);
-  return take_chunk(ar, v, size, nb, false);
+  return take_chunk(ar, v, size, nb, false, refill);
 }
 
 /* No bin's bit set in the binmap?  */
@@ -494,8 +495,8 @@ static unsigned binmap_next(struct arena *ar, unsigned idx) {
    1.6 k for 1.2 M mallocs; batches of 2, 3, 4 and 6 did about as well,
    8 and 16 worse (fewer free chunks hold them).  */
 enum { SPLIT_BATCH = 4 };
-static size_t batch_size(size_t nb) {
-  if (HP_LIKELY(!hp_self.filling)) return 0;
+static size_t batch_size(size_t nb, bool refill) {
+  if (HP_LIKELY(!refill)) return 0;
   size_t tidx = tcache_bin_of(nb);
   if (tidx == TC_BINS) return 0;
   const struct tc_bin *b = &hp_self.bins[tidx];
@@ -525,7 +526,7 @@ static void fill_from_fragments(struct arena *ar, size_t nb) {
     if (size < nb) hp_fatal("malloc(): corrupted bin");
     if (size < nb + MINSIZE) return; /* taken whole, it would not be of the bin's size */
     unlink_chunk(ar, v);
-    tcache_put(mem2chunk(take_chunk(ar, v, size, nb, false)), tidx);
+    tcache_put(mem2chunk(take_chunk(ar, v, size, nb, false, true)), tidx);
   }
 }
 
@@ -534,11 +535,11 @@ static void fill_from_fragments(struct arena *ar, size_t nb) {
    bit can be stale, the bin emptied since: it is cleared on the way) --
    or, for a refill, the first that holds a batch (batch_size), if any,
    else fragments (fill_from_fragments).  */
-static void *from_binmap(struct arena *ar, size_t nb) {
+static void *from_binmap(struct arena *ar, size_t nb, bool refill) {
   if (binmap_empty(ar)) return NULL; /* the common case while a heap only grows */
   unsigned i = binmap_next(ar, bin_index(nb) + 1);
   if (i == NBINS) return NULL;
-  size_t batch = batch_size(nb);
+  size_t batch = batch_size(nb, refill);
   if (batch && chunksize(bin_at(ar, i)->bk) < batch) {
     unsigned from = bin_index(batch), j = binmap_next(ar, from > i + 1 ? from : i + 1);
     if (j != NBINS) i = j;
@@ -547,13 +548,13 @@ static void *from_binmap(struct arena *ar, size_t nb) {
   size_t size = chunksize(v);
   if (size < nb) hp_fatal("malloc(): corrupted bin");
   unlink_chunk(ar, v);
-  void *m = take_chunk(ar, v, size, nb, in_smallbin_range(nb));
+  void *m = take_chunk(ar, v, size, nb, in_smallbin_range(nb), refill);
   if (batch) fill_from_fragments(ar, nb);
   return m;
 }
 
 /* Serve `bytes` from arena ar (locked).  NULL with errno ENOMEM on failure.  */
-void *int_malloc(struct arena *ar, size_t bytes) {
+void *int_malloc(struct arena *ar, size_t bytes, bool refill) {
   size_t nb = request2size(bytes);
   void *m;
   if (nb <= FASTBIN_MAX_CHUNK && (m = from_fastbin(ar, nb)) != NULL) return m;
@@ -568,9 +569,9 @@ void *int_malloc(struct arena *ar, size_t bytes) {
   }
   for (;;) {
     size_t cached = 0;
-    if ((m = process_unsorted(ar, nb, &cached)) != NULL) return m;
-    if (!in_smallbin_range(nb) && (m = from_largebin(ar, nb)) != NULL) return m;
-    if ((m = from_binmap(ar, nb)) != NULL) return m;
+    if ((m = process_unsorted(ar, nb, &cached, refill)) != NULL) return m;
+    if (!in_smallbin_range(nb) && (m = from_largebin(ar, nb, refill)) != NULL) return m;
+    if ((m = from_binmap(ar, nb, refill)) != NULL) return m;
     if ((m = top_take(ar, nb)) != NULL) return m;
     if (!have_fast(ar)) return sys_grow(ar, nb);
     malloc_consolidate(ar);
@@ -580,7 +581,7 @@ void *int_malloc(struct arena *ar, size_t bytes) {
 /* Serve from ar, its lock held: `bytes` aligned as malloc aligns when
    alignment is 0, else to alignment (int_memalign's).  */
 static void *serve(struct arena *ar, size_t alignment, size_t bytes) {
-  return alignment ? int_memalign(ar, alignment, bytes) : int_malloc(ar, bytes);
+  return alignment ? int_memalign(ar, alignment, bytes) : int_malloc(ar, bytes, false);
 }
 
 void *malloc_elsewhere(const struct arena *ar, size_t alignment, size_t bytes) {
@@ -661,7 +662,7 @@ void *int_realloc(struct arena *ar, struct chunk *old, size_t oldsize, size_t nb
     split_tail(ar, old, oldsize + nextsize, nb);
     return chunk2mem(old);
   }
-  void *m = int_malloc(ar, nb - HP_ALIGN_MASK);
+  void *m = int_malloc(ar, nb - HP_ALIGN_MASK, false);
   if (!m) return NULL;
   struct chunk *n = mem2chunk(m);
   if (n == next) {
@@ -681,7 +682,7 @@ void *int_memalign(struct arena *ar, size_t alignment, size_t bytes) {
     errno = ENOMEM;
     return NULL;
   }
-  void *m = int_malloc(ar, nb + alignment + MINSIZE);
+  void *m = int_malloc(ar, nb + alignment + MINSIZE, false);
   if (!m) return NULL;
   struct chunk *p = mem2chunk(m);
   if (((uintptr_t)m & (alignment - 1)) != 0) {

@@ -9,8 +9,12 @@
 HP_INTERNAL void arena_bins_init(struct arena *ar);
 
 /* Serve `bytes` from ar.  NULL with errno ENOMEM when neither the bins nor
-   the system can.  */
-HP_INTERNAL void *int_malloc(struct arena *ar, size_t bytes);
+   the system can.  With `refill` (tcache.c: the thread's cache bin for
+   this size missed, and its cap adapts), a chunk it splits is split for
+   the bin too: one that holds a batch of the size rather than the best
+   fit, its front carved into the bin, and more fragments when none
+   holds a batch.  */
+HP_INTERNAL void *int_malloc(struct arena *ar, size_t bytes, bool refill);
 /* Serve `bytes` (aligned to `alignment`, or as malloc aligns when it is
    0) from ar, whose lock the caller does not hold; when ar cannot, from
    another arena once (malloc_elsewhere).  NULL with errno ENOMEM when

@@ -524,9 +524,7 @@ void *tcache_refill(size_t tidx, size_t nb) {
     return tcache_get(tidx);
   }
   bool lk = arena_lock_if_needed(ar);
-  hp_self.filling = !mp.tcache_fixed;
-  void *p = int_malloc(ar, nb - SIZE_SZ);
-  hp_self.filling = false;
+  void *p = int_malloc(ar, nb - SIZE_SZ, !mp.tcache_fixed);
   /* only when p itself came off top: no free chunk could serve it, so top
      is where the next misses would go anyway (carving top while free
      chunks wait in the bins grew a python3 heap by 18%) */

@@ -92,7 +92,6 @@ struct hp_thread {
   struct tc_bin bins[TC_BINS];
   bool on;                  /* the cache is on: false before the thread's first call, under valgrind,
                           with tcache_count=0, and after the thread's cache was flushed for good */
-  bool filling;             /* inside a refill: bins.c carves split chunks into the bin too */
   unsigned events;          /* slow-path events (misses, overflows) since the last gc pass */
   size_t cap_bytes;         /* sum over the bins of cap * class size: what the caps let the cache hold */
   struct arena *arena;      /* arena this thread allocates from */
