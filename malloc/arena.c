@@ -199,7 +199,7 @@ void arena_thread_detach(void) {
 /* pthread key destructor: the thread is exiting.  */
 static void thread_exit(void *arg) {
   (void)arg;
-  if (hp_self.state != HP_THREAD_ACTIVE) return;
+  if (!thread_active()) return;
   tcache_thread_end();
   arena_thread_detach();
   hp_self.state = HP_THREAD_DONE;
@@ -254,5 +254,5 @@ static void fork_child(void) {
 void arena_fork_setup(void) {
   key_ready = pthread_key_create(&thread_key, thread_exit) == 0;
   pthread_atfork(fork_prepare, fork_parent, fork_child);
-  if (hp_self.state == HP_THREAD_ACTIVE) arena_thread_register();
+  if (thread_active()) arena_thread_register();
 }

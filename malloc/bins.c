@@ -417,7 +417,7 @@ static void *process_unsorted(struct arena *ar, size_t nb, size_t *cached, bool 
   struct chunk *ub = unsorted(ar);
   if (ub->bk == ub) return NULL; /* empty: nothing to sort */
   size_t tidx = tcache_bin_of(nb);
-  bool can_cache = tidx != TC_BINS && hp_self.on;
+  bool can_cache = tidx != TC_BINS && tcache_on();
   size_t processed = 0;
   struct chunk *v;
   while ((v = ub->bk) != ub) {

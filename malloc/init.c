@@ -208,7 +208,7 @@ static void init_phase1(void) {
   atomic_store_explicit(&mp.n_arenas, 1, memory_order_relaxed);
   hp_self.arena = &main_arena;
   tcache_thread_start(); /* which also derives hp_self.home from the arena */
-  hp_tc_max_request = hp_self.on ? tidx2usize(mp.tcache_bins - 1) : 0;
+  hp_tc_max_request = tcache_on() ? tidx2usize(mp.tcache_bins - 1) : 0;
   verbose = tv.val[HP_T_VERBOSE] != 0;
   stats_at_exit = tv.val[HP_T_STATS] != 0;
 }

@@ -113,7 +113,7 @@ static bool alloc_prepare(size_t n) {
    a miss refills, or, for a size no bin takes, its arena.  */
 static void *alloc_cached(size_t n) {
   size_t nb = request2size(n), tidx = tcache_class(&nb);
-  if (tidx == TC_BINS || !hp_self.on) return alloc_from_arena(nb - SIZE_SZ); /* a large class's size all the same */
+  if (tidx == TC_BINS || !tcache_on()) return alloc_from_arena(nb - SIZE_SZ); /* a large class's size all the same */
   if (!hp_self.bins[tidx].head) return tcache_refill(tidx, nb);
   void *m = tcache_get(tidx);
   /* off the inline path, a cheap look at the header: a write past the end
@@ -137,7 +137,7 @@ static void *alloc_for_calloc(size_t n) {
 __attribute__((noinline)) static void *malloc_slow(size_t n) {
   /* the common case: an initialised thread whose small bin was empty
      (malloc looked already), or a larger request */
-  if (HP_LIKELY(!hp_vg && hp_self.state == HP_THREAD_ACTIVE && !hopeless(n) &&
+  if (HP_LIKELY(!hp_vg && thread_active() && !hopeless(n) &&
                 atomic_load_explicit(&hp_initialized, memory_order_relaxed) == 2)) {
     void *p = alloc_cached(n);
     if (p && HP_UNLIKELY(mp.perturb) && !chunk_is_mmapped(mem2chunk(p))) perturb_alloc(p, n);
@@ -182,7 +182,7 @@ __attribute__((noinline)) static void free_to_bin(struct chunk *c, size_t tidx) 
    its arena.  */
 __attribute__((noinline)) static void free_to_cache_or_arena(struct chunk *c, size_t size) {
   size_t tidx = tcache_bin_of(size);
-  if (tidx == TC_BINS || !hp_self.on) {
+  if (tidx == TC_BINS || !tcache_on()) {
     if (size <= mp.max_fast)
       fastbin_push(arena_for_chunk(c), c); /* no lock */
     else
@@ -255,7 +255,7 @@ HP_EXPORT void HP_API(free)(void *p) {
   if (HP_UNLIKELY(!p)) return;
   /* the cache is off before the thread's first call and under valgrind,
      where the header must not be read before error reporting is off */
-  if (HP_LIKELY(hp_self.on)) {
+  if (HP_LIKELY(tcache_on())) {
     struct chunk *c = mem2chunk(p);
     size_t head = c->size;
     /* a chunk its arena holds free says so in its header (ARENA_FREE) */
@@ -341,7 +341,7 @@ static void *realloc_mapped(struct chunk *c, void *p, size_t n, size_t nb) {
 static void realloc_check_freed(const struct chunk *c, size_t oldsize) {
   if (HP_UNLIKELY(c->size & ARENA_FREE)) hp_fatal("realloc(): invalid pointer");
   const struct tc_entry *e = (const struct tc_entry *)chunk2mem(c);
-  if (HP_UNLIKELY(e->key == hp_tcache_key) && hp_self.on) {
+  if (HP_UNLIKELY(e->key == hp_tcache_key) && tcache_on()) {
     size_t tidx = tcache_bin_of(oldsize);
     if (tidx != TC_BINS) tcache_fatal_if_cached(e, tidx, "realloc(): invalid pointer");
   }

@@ -566,7 +566,7 @@ static void free_to_arena(struct chunk *c) {
 
 void tcache_overflow(struct chunk *c, size_t tidx) {
   struct tc_bin *b = &hp_self.bins[tidx];
-  if (mp.tcache_fixed || !hp_self.on) {
+  if (mp.tcache_fixed || !tcache_on()) {
     free_to_arena(c);
     return;
   }
@@ -688,7 +688,7 @@ static bool cache_borders_free(struct arena *ar) {
    unlocked before the border walk, as a hint, and again under
    hp_list_lock by leave_cache, which decides.  */
 static bool may_leave(const struct arena *ar) {
-  return ar && hp_self.on && __atomic_load_n(&ar->attached_threads, __ATOMIC_RELAXED) == 1 &&
+  return ar && tcache_on() && __atomic_load_n(&ar->attached_threads, __ATOMIC_RELAXED) == 1 &&
          !__atomic_load_n(&ar->left.held, __ATOMIC_RELAXED);
 }
 
@@ -731,7 +731,7 @@ static bool take_left(struct arena *ar, bool caps) {
 }
 
 void tcache_adopt(struct arena *ar) {
-  if (hp_self.on && bins_empty()) take_left(ar, true);
+  if (tcache_on() && bins_empty()) take_left(ar, true);
 }
 
 /* Give every left cache back to its arena, through the calling thread's
@@ -746,10 +746,10 @@ static void reclaim_left(void) {
 /* First allocation of a thread: switch its cache on and list it.  */
 void tcache_thread_start(void) {
   if (hp_self.state != HP_THREAD_NEW) return;
-  hp_self.state = HP_THREAD_ACTIVE;
   hp_self.home = arena_home_tag(hp_self.arena);
-  hp_self.on = !hp_vg && !(mp.tcache_fixed && mp.tcache_count == 0) && bins_in_use() > 0;
-  if (hp_self.on)
+  bool on = !hp_vg && !(mp.tcache_fixed && mp.tcache_count == 0) && bins_in_use() > 0;
+  hp_self.state = on ? HP_THREAD_CACHING : HP_THREAD_UNCACHED;
+  if (on)
     caps_start();
   else
     caps_off();
@@ -763,7 +763,7 @@ void tcache_thread_start(void) {
 }
 
 void tcache_switch_off(void) {
-  hp_self.on = false;
+  if (hp_self.state == HP_THREAD_CACHING) hp_self.state = HP_THREAD_UNCACHED;
   caps_off();
   flush_all();
 }
@@ -771,7 +771,7 @@ void tcache_switch_off(void) {
 void tcache_reset(void) {
   flush_all();
   reclaim_left();
-  if (hp_self.on) caps_start();
+  if (tcache_on()) caps_start();
 }
 
 /* The thread is exiting (arena.c's key destructor): give the cache back
@@ -797,7 +797,7 @@ void tcache_thread_end(void) {
 /* In a fork child only the forking thread is left (the caller holds every
    lock): its state is the whole list.  */
 void tcache_fork_child(void) {
-  threads = hp_self.state == HP_THREAD_ACTIVE ? &hp_self : NULL;
+  threads = thread_active() ? &hp_self : NULL;
   hp_self.next_thread = NULL;
   hp_self.prev_next = threads ? &threads : NULL;
 }

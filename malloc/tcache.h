@@ -88,10 +88,27 @@ struct tc_left {
   bool held;
 };
 
+/* A thread's state: hp_self.state, changed only by the thread itself.
+     NEW       no allocator call yet (0, what TLS starts with): no cache,
+               not on the list of threads;
+     CACHING   on the list, the cache on;
+     UNCACHED  on the list, the cache off: under valgrind, with
+               tcache_count=0 or no bin in use, or switched off;
+     DONE      its key destructor ran: off the list, no cache; a later
+               call (another destructor's) allocates from the main arena.
+   Transitions:
+     NEW -> CACHING or UNCACHED   its first call (tcache_thread_start);
+     CACHING -> UNCACHED          tcache_switch_off (its exit; tests);
+     CACHING, UNCACHED -> DONE    its exit (arena.c, thread_exit), after
+                                  tcache_thread_end left the list.
+   Apart from it, one flag: in_fork, set by fork_prepare once the thread
+   holds every lock and cleared by fork_parent and fork_child (arena.c);
+   while it is set the thread takes no lock, since it holds them all.  */
+enum hp_thread_state { HP_THREAD_NEW = 0, HP_THREAD_CACHING, HP_THREAD_UNCACHED, HP_THREAD_DONE };
+
 struct hp_thread {
   struct tc_bin bins[TC_BINS];
-  bool on;                  /* the cache is on: false before the thread's first call, under valgrind,
-                          with tcache_count=0, and after the thread's cache was flushed for good */
+  uint8_t state;            /* enum hp_thread_state: read by free's inline path */
   unsigned events;          /* slow-path events (misses, overflows) since the last gc pass */
   size_t cap_bytes;         /* sum over the bins of cap * class size: what the caps let the cache hold */
   struct arena *arena;      /* arena this thread allocates from */
@@ -99,16 +116,21 @@ struct hp_thread {
   struct tc_entry *foreign; /* other arenas' chunks on their way home, safe-linked, with the key */
   size_t foreign_count;     /* chunks on that list */
   size_t foreign_bytes;     /* and their bytes */
-  int state;                /* HP_THREAD_NEW, _ACTIVE, _DONE */
-  bool in_fork;             /* this thread holds every arena lock for fork(): lock nothing */
+  bool in_fork;             /* this thread holds every lock for fork(): it takes none (above) */
   /* Guarded by hp_list_lock: the list of every thread's state, for the statistics.  */
   struct hp_thread *next_thread, **prev_next;
 };
-enum { HP_THREAD_NEW = 0, HP_THREAD_ACTIVE = 1, HP_THREAD_DONE = 2 };
 
 extern __thread struct hp_thread hp_self HP_INTERNAL __attribute__((tls_model("initial-exec")));
 extern size_t hp_tc_max_request HP_INTERNAL; /* largest request the small bins serve; 0 before init */
 extern uintptr_t hp_tcache_key HP_INTERNAL;  /* random, odd; set once at start-up */
+
+/* Is the thread's cache on?  Has the thread made its first call and not
+   exited yet?  */
+static inline bool tcache_on(void) { return hp_self.state == HP_THREAD_CACHING; }
+static inline bool thread_active(void) {
+  return hp_self.state == HP_THREAD_CACHING || hp_self.state == HP_THREAD_UNCACHED;
+}
 
 /* The small bin of a chunk size (and the usable size of a small bin).  */
 static inline size_t csize2tidx(size_t csz) { return (csz - MINSIZE) / HP_ALIGN; }

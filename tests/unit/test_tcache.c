@@ -81,7 +81,7 @@ Test(tcache, defaults) {
   cr_assert_eq(mp.tcache_large_bins, TC_LARGE_BINS);
   cr_assert_eq(mp.tcache_max_bytes, TC_MAX_CHUNK - SIZE_SZ);
   cr_assert_eq(mp.tcache_bytes, 1 << 20);
-  cr_assert(hp_self.on, "the initialising thread's cache is on");
+  cr_assert(tcache_on(), "the initialising thread's cache is on");
   cr_assert_neq(hp_tcache_key, 0);
   for (size_t i = 0; i < TC_BINS; i++) cr_assert_eq(hp_self.bins[i].cap, 0, "bins start empty and grow on use");
 }
@@ -848,7 +848,7 @@ Test(tcache_fixed, count_limit_sends_eighth_to_arena) {
 
 Test(tcache_fixed, count_zero_switches_the_cache_off) {
   tunables("glibc.malloc.tcache_count=0");
-  cr_assert_not(hp_self.on);
+  cr_assert_not(tcache_on());
   void *a = hpt_malloc(200), *g = hpt_malloc(16);
   (void)g;
   hpt_free(a);
@@ -1043,7 +1043,7 @@ static void do_double_free_into_a_bin_with_room(void) {
   (void)g;
   hpt_free(a);
   hpt_free(b); /* merged: a's header says 1024 */
-  hp_self.on = true;
+  hp_self.state = HP_THREAD_CACHING;
   hp_self.bins[tidx_of(1016)].cap = 8; /* the 1024-byte bin has room */
   hpt_free(a);                         /* the fast path must not take it */
 }
@@ -1163,7 +1163,7 @@ Test(tcache, malloc_trim_empties_the_callers_cache) {
     cr_assert_eq(hp_self.bins[i].cap, 0, "caps start again");
   }
   cr_assert_eq(hp_self.cap_bytes, 0);
-  cr_assert(hp_self.on, "and the cache stays on");
+  cr_assert(tcache_on(), "and the cache stays on");
   size_t n, b;
   tcache_totals(&n, &b);
   cr_assert_eq(n, 0);
@@ -1185,7 +1185,7 @@ Test(tcache, flush_returns_chunks_and_switches_off) {
     cr_assert_eq(hp_self.bins[i].count, 0);
     cr_assert_null(hp_self.bins[i].head);
   }
-  cr_assert_not(hp_self.on);
+  cr_assert_not(tcache_on());
   struct chunk *c = mem2chunk(p[0]);
   cr_assert_not(inuse(c), "returned to the arena and merged");
   check_all_arenas();
