@@ -118,9 +118,9 @@ static void check_all_contents(void) {
 
 static void check_heap(void) {
   for (struct arena *ar = &main_arena;; ar = ar->next) {
-    arena_lock(ar);
+    bool lk = arena_lock(ar);
     if (check_arena(ar) != 0) fail("check_arena", NULL);
-    arena_unlock(ar);
+    arena_unlock(ar, lk);
     if (ar->next == &main_arena) break;
   }
   if (hpmalloc_check_heap() != 0) fail("hpmalloc_check_heap", NULL);
@@ -288,7 +288,7 @@ static void op_mallopt(struct input *in) {
 static void restore_params(void) {
   hpt_mallopt(M_MXFAST, 128);
   if (region_get_policy()->mode != saved_mode) hpt_mallopt(HPMALLOC_M_HUGETLB, saved_mode);
-  arena_lock(&main_arena);
+  bool lk = arena_lock(&main_arena);
   mp.top_pad = saved.top_pad;
   mp.trim_threshold = saved.trim_threshold;
   mp.mmap_threshold = saved.mmap_threshold;
@@ -297,7 +297,7 @@ static void restore_params(void) {
   mp.perturb = saved.perturb;
   mp.arena_test = saved.arena_test;
   mp.max_fast = saved.max_fast;
-  arena_unlock(&main_arena);
+  arena_unlock(&main_arena, lk);
 }
 
 static void op_mallinfo(void) {

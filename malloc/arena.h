@@ -101,33 +101,29 @@ static inline uintptr_t arena_home_tag(const struct arena *ar) {
 }
 static inline size_t arena_flag(const struct arena *ar) { return ar == &main_arena ? 0 : NON_MAIN_ARENA; }
 
-/* No locking while the process has one thread (as glibc); and while a
-   thread forks it holds every lock, so a malloc from an atfork handler of
-   that thread must not take them again.  */
+/* The one way to take an arena's lock, and its inbox's.  No locking
+   while the process has one thread (as glibc); and while a thread forks
+   it holds every lock, so a malloc from an atfork handler of that thread
+   must not take them again (hp_self.in_fork).  The lock call says
+   whether it took the lock, and the unlock is given that answer:
+     bool lk = arena_lock(ar);
+     ...
+     arena_unlock(ar, lk);  */
 static inline bool arena_needs_lock(void) { return !hp_single_threaded() && !hp_self.in_fork; }
-static inline void arena_lock(struct arena *ar) {
-  if (arena_needs_lock()) hp_lock(&ar->lock);
-}
-static inline void arena_unlock(struct arena *ar) {
-  if (arena_needs_lock()) hp_unlock(&ar->lock);
-}
-/* The same for hot paths: decide once, pass the answer to the unlock.  */
-static inline bool arena_lock_if_needed(struct arena *ar) {
+static inline bool arena_lock(struct arena *ar) {
   bool lk = arena_needs_lock();
   if (lk) hp_lock(&ar->lock);
   return lk;
 }
-static inline void arena_unlock_if(struct arena *ar, bool lk) {
+static inline void arena_unlock(struct arena *ar, bool lk) {
   if (lk) hp_unlock(&ar->lock);
 }
-
-/* An arena's inbox lock, taken when the arena's would be.  */
-static inline bool inbox_lock_if_needed(struct arena *ar) {
+static inline bool inbox_lock(struct arena *ar) {
   bool lk = arena_needs_lock();
   if (lk) hp_lock(&ar->inbox.lock);
   return lk;
 }
-static inline void inbox_unlock_if(struct arena *ar, bool lk) {
+static inline void inbox_unlock(struct arena *ar, bool lk) {
   if (lk) hp_unlock(&ar->inbox.lock);
 }
 

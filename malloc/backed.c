@@ -54,7 +54,7 @@ static void census_flush(struct census *c) {
 static bool copy_heaps(struct arena *ar, size_t *skip, struct census *c, struct hp_backed *to) {
   size_t i = 0, first = c->n;
   const struct heap *h;
-  arena_lock(ar);
+  bool lk = arena_lock(ar);
   vg_enter();
   for (h = ar->heap; h && c->n < CENSUS_BATCH; h = h->prev, i++) {
     if (i < *skip || h->reg.committed == 0) continue;
@@ -64,7 +64,7 @@ static bool copy_heaps(struct arena *ar, size_t *skip, struct census *c, struct 
   }
   bool more = h != NULL;
   vg_leave();
-  arena_unlock(ar);
+  arena_unlock(ar, lk);
   vg_define(&c->r[first], (c->n - first) * sizeof c->r[0]);
   *skip = i;
   return more;

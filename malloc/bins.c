@@ -301,10 +301,10 @@ static void trim_after_free(struct arena *ar, struct chunk *c) {
 }
 
 void free_chunk(struct arena *ar, struct chunk *p, unsigned how) {
-  bool lk = !(how & FREE_LOCKED) && arena_lock_if_needed(ar);
+  bool lk = !(how & FREE_LOCKED) && arena_lock(ar);
   struct chunk *c = merge_or_park(ar, p, !(how & FREE_NO_PARK));
   if (!(how & FREE_NO_TRIM) && c && chunksize(c) >= FASTBIN_CONSOLIDATION_THRESHOLD) trim_after_free(ar, c);
-  arena_unlock_if(ar, lk);
+  arena_unlock(ar, lk);
 }
 
 /* ------------------------------------------------------------------ malloc */
@@ -587,16 +587,16 @@ static void *serve(struct arena *ar, size_t alignment, size_t bytes) {
 void *malloc_elsewhere(const struct arena *ar, size_t alignment, size_t bytes) {
   struct arena *other = arena_other_or_new(ar);
   if (!other) return NULL;
-  bool lk = arena_lock_if_needed(other);
+  bool lk = arena_lock(other);
   void *p = serve(other, alignment, bytes);
-  arena_unlock_if(other, lk);
+  arena_unlock(other, lk);
   return p;
 }
 
 void *malloc_from_arena(struct arena *ar, size_t alignment, size_t bytes) {
-  bool lk = arena_lock_if_needed(ar);
+  bool lk = arena_lock(ar);
   void *p = serve(ar, alignment, bytes);
-  arena_unlock_if(ar, lk);
+  arena_unlock(ar, lk);
   return p ? p : malloc_elsewhere(ar, alignment, bytes);
 }
 

@@ -94,7 +94,7 @@ int check_arena(struct arena *ar) {
       expect(inuse(c), "hpmalloc_check_heap(): fastbin chunk marked free");
     }
   }
-  bool lk = inbox_lock_if_needed(ar);
+  bool lk = inbox_lock(ar);
   for (unsigned i = 0; i < ar->inbox.n; i++) {
     const struct chunk *c = ar->inbox.slot[i];
     expect(aligned_ok((uintptr_t)chunk2mem(c)), "hpmalloc_check_heap(): unaligned inbox chunk");
@@ -103,6 +103,6 @@ int check_arena(struct arena *ar) {
     expect(arena_for_chunk(c) == ar, "hpmalloc_check_heap(): inbox chunk of another arena");
     expect(inuse(c), "hpmalloc_check_heap(): inbox chunk marked free");
   }
-  inbox_unlock_if(ar, lk);
+  inbox_unlock(ar, lk);
   return 0;
 }

@@ -10,12 +10,12 @@
 
 size_t inbox_put(struct arena *ar, struct chunk *const *v, size_t n) {
   struct inbox *in = &ar->inbox;
-  bool lk = inbox_lock_if_needed(ar);
+  bool lk = inbox_lock(ar);
   size_t k = INBOX_SLOTS - in->n;
   if (k > n) k = n;
   for (size_t i = 0; i < k; i++) in->slot[in->n + i] = v[i];
   __atomic_store_n(&in->n, in->n + (unsigned)k, __ATOMIC_RELAXED);
-  inbox_unlock_if(ar, lk);
+  inbox_unlock(ar, lk);
   /* so that malloc_consolidate runs when the arena wants larger memory */
   if (k && !__atomic_load_n(&ar->have_fastchunks, __ATOMIC_RELAXED))
     __atomic_store_n(&ar->have_fastchunks, true, __ATOMIC_RELAXED);
@@ -25,11 +25,11 @@ size_t inbox_put(struct arena *ar, struct chunk *const *v, size_t n) {
 /* Take up to max chunks out of ar's inbox into v[]; the number taken.  */
 static size_t inbox_take(struct arena *ar, struct chunk **v, size_t max) {
   struct inbox *in = &ar->inbox;
-  bool lk = inbox_lock_if_needed(ar);
+  bool lk = inbox_lock(ar);
   size_t n = in->n < max ? in->n : max, rest = in->n - n;
   for (size_t i = 0; i < n; i++) v[i] = in->slot[rest + i];
   __atomic_store_n(&in->n, (unsigned)rest, __ATOMIC_RELAXED);
-  inbox_unlock_if(ar, lk);
+  inbox_unlock(ar, lk);
   return n;
 }
 

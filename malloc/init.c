@@ -248,9 +248,9 @@ static int set_mode(int value) {
   round_for_huge(!mp.no_dyn_threshold);
   if (pol.mode == 0) return 1;
   for (struct arena *ar = &main_arena; ar; ar = arena_next(ar)) {
-    if (ar != &main_arena) arena_lock(ar);
+    bool lk = ar != &main_arena && arena_lock(ar);
     arena_hugify(ar);
-    if (ar != &main_arena) arena_unlock(ar);
+    arena_unlock(ar, lk);
   }
   return 1;
 }
@@ -260,7 +260,7 @@ static int set_mode(int value) {
 int hp_mallopt(int param, int value) {
   hp_ensure_init();
   int ok = 1;
-  arena_lock(&main_arena);
+  bool lk = arena_lock(&main_arena);
   malloc_consolidate(&main_arena);
   switch (param) {
   case M_MXFAST:
@@ -297,6 +297,6 @@ int hp_mallopt(int param, int value) {
   case HPMALLOC_M_HUGETLB: ok = set_mode(value); break;
   default: break; /* glibc 2.36 ignores an unknown parameter and returns 1 */
   }
-  arena_unlock(&main_arena);
+  arena_unlock(&main_arena, lk);
   return ok;
 }

@@ -352,9 +352,9 @@ static void *realloc_heap(struct chunk *c, void *p, size_t n, size_t nb) {
   if (HP_UNLIKELY(oldsize < MINSIZE || (oldsize & HP_ALIGN_MASK))) hp_fatal("realloc(): invalid old size");
   realloc_check_freed(c, oldsize);
   struct arena *ar = arena_for_chunk(c);
-  arena_lock(ar);
+  bool lk = arena_lock(ar);
   void *q = int_realloc(ar, c, oldsize, nb);
-  arena_unlock(ar);
+  arena_unlock(ar, lk);
   region_run_deferred();
   if (q) return q;
   /* that arena is out of memory: try elsewhere */
@@ -501,11 +501,11 @@ HP_EXPORT int HP_API(malloc_trim)(size_t pad) {
   tcache_reset(); /* the calling thread's cache; the others' stay theirs */
   vg_leave();
   for (struct arena *ar = &main_arena; ar; ar = arena_next(ar)) {
-    arena_lock(ar);
+    bool lk = arena_lock(ar);
     vg_enter();
     released |= arena_trim(ar, pad);
     vg_leave();
-    arena_unlock(ar);
+    arena_unlock(ar, lk);
   }
   errno = saved;
   return released;
@@ -525,11 +525,11 @@ HP_EXPORT int hpmalloc_stats(struct hpmalloc_stats *st, size_t size) { return hp
 HP_EXPORT int hpmalloc_check_heap(void) {
   hp_ensure_init();
   for (struct arena *ar = &main_arena; ar; ar = arena_next(ar)) {
-    arena_lock(ar);
+    bool lk = arena_lock(ar);
     vg_enter();
     check_arena(ar);
     vg_leave();
-    arena_unlock(ar);
+    arena_unlock(ar, lk);
   }
   return 0;
 }

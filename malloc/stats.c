@@ -32,7 +32,7 @@ struct bin_line {
 /* The chunks of ar's inbox (inbox.h), by fastbin: they are counted as
    the fastbins' are, free and small.  */
 static void count_inbox(struct arena *ar, size_t *cnt, size_t *bytes) {
-  bool lk = inbox_lock_if_needed(ar);
+  bool lk = inbox_lock(ar);
   for (unsigned i = 0; i < ar->inbox.n; i++) {
     size_t sz = chunksize(ar->inbox.slot[i]);
     unsigned f = fastbin_index(sz);
@@ -40,7 +40,7 @@ static void count_inbox(struct arena *ar, size_t *cnt, size_t *bytes) {
     cnt[f]++;
     bytes[f] += sz;
   }
-  inbox_unlock_if(ar, lk);
+  inbox_unlock(ar, lk);
 }
 
 static void count_bins(struct arena *ar, struct hp_arena_stats *st, struct bin_line *lines, size_t *nlines) {
@@ -76,7 +76,7 @@ static void count_bins(struct arena *ar, struct hp_arena_stats *st, struct bin_l
 
 static void collect(struct arena *ar, struct hp_arena_stats *st, struct bin_line *lines, size_t *nlines) {
   memset(st, 0, sizeof *st);
-  arena_lock(ar);
+  bool lk = arena_lock(ar);
   vg_enter();
   count_bins(ar, st, lines, nlines);
   st->top = ar->heap ? chunksize(ar->top) : 0;
@@ -88,7 +88,7 @@ static void collect(struct arena *ar, struct hp_arena_stats *st, struct bin_line
   st->hugetlb = ar->bytes_hugetlb;
   st->heaps = ar->n_heaps;
   vg_leave();
-  arena_unlock(ar);
+  arena_unlock(ar, lk);
   vg_define(st, sizeof *st);
   if (lines && nlines) vg_define(lines, *nlines * sizeof *lines);
 }

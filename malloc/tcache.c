@@ -302,7 +302,7 @@ static void inbox_batch_add(struct arena *ar, struct inbox_batch *b, struct fast
    arena's small ones are parked or merged at once as flush_should_park says.  */
 static void send_to_arena(struct arena *ar, struct tc_entry **list, bool as_free) {
   bool own = ar == hp_self.arena, lk = false, locked = own || as_free || !mp.max_fast;
-  if (locked) lk = arena_lock_if_needed(ar);
+  if (locked) lk = arena_lock(ar);
   /* the largest chunk that goes on a fastbin unmerged; the rest are
      freed as free() would (`as_free`) or merged */
   size_t park_max = as_free || !mp.max_fast ? 0 : !own ? FASTBIN_MAX_CHUNK : flush_should_park(ar) ? mp.max_fast : 0;
@@ -331,7 +331,7 @@ static void send_to_arena(struct arena *ar, struct tc_entry **list, bool as_free
       continue;
     }
     if (!locked) {
-      lk = arena_lock_if_needed(ar);
+      lk = arena_lock(ar);
       locked = true;
     }
     if (runs)
@@ -346,7 +346,7 @@ static void send_to_arena(struct arena *ar, struct tc_entry **list, bool as_free
   fastbin_chains_push(ar, &chains);
   vg_leave();
   if (own) ar->flush_parked += chains.n;
-  arena_unlock_if(ar, lk);
+  arena_unlock(ar, lk);
 }
 
 /* Send every chunk on the list home to its arena: one arena at a time,
@@ -503,7 +503,7 @@ static void cache_inbox_batch(struct arena *ar, struct chunk **v, size_t n) {
   struct fastbin_chains chains;
   chains.used = 0;
   chains.n = 0;
-  bool park_rest = mp.max_fast != 0, lk = !park_rest && arena_lock_if_needed(ar);
+  bool park_rest = mp.max_fast != 0, lk = !park_rest && arena_lock(ar);
   for (size_t i = 0; i < rest; i++) {
     if (park_rest)
       fastbin_chains_add(ar, &chains, v[i]);
@@ -511,7 +511,7 @@ static void cache_inbox_batch(struct arena *ar, struct chunk **v, size_t n) {
       free_chunk(ar, v[i], FREE_LOCKED | FREE_NO_PARK);
   }
   fastbin_chains_push(ar, &chains);
-  arena_unlock_if(ar, lk);
+  arena_unlock(ar, lk);
 }
 
 void *tcache_refill(size_t tidx, size_t nb) {
@@ -523,7 +523,7 @@ void *tcache_refill(size_t tidx, size_t nb) {
     slow_event();
     return tcache_get(tidx);
   }
-  bool lk = arena_lock_if_needed(ar);
+  bool lk = arena_lock(ar);
   void *p = int_malloc(ar, nb - SIZE_SZ, !mp.tcache_fixed);
   /* only when p itself came off top: no free chunk could serve it, so top
      is where the next misses would go anyway (carving top while free
@@ -531,7 +531,7 @@ void *tcache_refill(size_t tidx, size_t nb) {
   if (p && !mp.tcache_fixed && tidx < TC_SMALL_BINS && !chunk_is_mmapped(mem2chunk(p)) &&
       chunk_at(mem2chunk(p), nb) == ar->top)
     top_fill_bin(ar, tidx, nb);
-  arena_unlock_if(ar, lk);
+  arena_unlock(ar, lk);
   if (!p) p = malloc_elsewhere(ar, 0, nb - SIZE_SZ);
   region_run_deferred();
   slow_event();
@@ -658,7 +658,7 @@ static bool cache_borders_free(struct arena *ar) {
       cur[live] = hp_self.bins[i].head;
       remaining[live++] = hp_self.bins[i].count;
     }
-  bool lk = arena_lock_if_needed(ar);
+  bool lk = arena_lock(ar);
   while (live && longest <= mp.trim_threshold) {
     for (size_t k = 0; k < live;) {
       struct tc_entry *e = cur[k];
@@ -679,7 +679,7 @@ static bool cache_borders_free(struct arena *ar) {
       cur[k++] = e;
     }
   }
-  arena_unlock_if(ar, lk);
+  arena_unlock(ar, lk);
   return longest > mp.trim_threshold || 2 * bordering > seen;
 }
 

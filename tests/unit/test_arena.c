@@ -255,9 +255,9 @@ static void *grow_thread(void *arg) {
     struct chunk *c = g->p[i] ? mem2chunk(g->p[i]) : NULL;
     if (!c || chunk_is_mmapped(c) || heap_for_ptr(c)->ar != g->ar) g->all_found_by_mask = false;
   }
-  arena_lock(g->ar);
+  bool lk = arena_lock(g->ar);
   check_arena(g->ar);
-  arena_unlock(g->ar);
+  arena_unlock(g->ar, lk);
   for (size_t i = 0; i < g->n; i++) hpt_free(g->p[i]);
   return NULL;
 }
@@ -342,9 +342,9 @@ Test(arena, blocks_freed_by_another_thread_go_home) {
   cr_assert_eq(hp_self.foreign_count, 40, "but on its way home, on the foreign list");
   check_all_arenas();
   hpt_malloc_trim(0); /* this thread's cache, and the one the thread left its arena */
-  arena_lock(b.ar);
+  bool lk = arena_lock(b.ar);
   cr_assert_eq(b.ar->top, b.ar->heap->first, "all of the thread arena is free again");
-  arena_unlock(b.ar);
+  arena_unlock(b.ar, lk);
   cr_assert_null(main_arena.heap, "nothing reached the main arena");
   check_all_arenas();
 }
@@ -523,9 +523,9 @@ static void *drain_thread(void *arg) {
   }
   d->heaps_after = ar->n_heaps;
   d->released_middle = ar->heap->prev != middle;
-  arena_lock(ar);
+  bool lk = arena_lock(ar);
   check_arena(ar);
-  arena_unlock(ar);
+  arena_unlock(ar, lk);
   d->contents_ok = true;
   for (size_t i = 0; i < N; i++) {
     if (!p[i]) continue;

@@ -41,9 +41,9 @@ static void tcache_off(void) {
 }
 
 static void check_main(void) {
-  arena_lock(&main_arena);
+  bool lk = arena_lock(&main_arena);
   cr_assert_eq(check_arena(&main_arena), 0);
-  arena_unlock(&main_arena);
+  arena_unlock(&main_arena, lk);
   cr_assert_eq(hpmalloc_check_heap(), 0);
 }
 
@@ -377,9 +377,9 @@ Test(bins, malloc_consolidate_merges_fast_chunks) {
   hpt_free(a);
   hpt_free(c);
   cr_assert(main_arena.have_fastchunks);
-  arena_lock(&main_arena);
+  bool lk = arena_lock(&main_arena);
   malloc_consolidate(&main_arena);
-  arena_unlock(&main_arena);
+  arena_unlock(&main_arena, lk);
   cr_assert_not(main_arena.have_fastchunks);
   for (unsigned i = 0; i < NFASTBINS; i++) cr_assert_null(main_arena.fastbins[i]);
   cr_assert_eq(chunksize(mem2chunk(a)), 3 * 48, "three fast chunks merged");

@@ -1262,10 +1262,10 @@ Test(tcache, thread_exit_leaves_cache_to_its_arena) {
   cr_assert_not(ar->left.held);
   tcache_totals(&n, &b);
   cr_assert_eq(n, 0);
-  arena_lock(ar);
+  bool lk = arena_lock(ar);
   cr_assert_eq(ar->top, ar->heap->first, "every block came back: the heap is one free top chunk");
   for (unsigned i = 0; i < NFASTBINS; i++) cr_assert_null(ar->fastbins[i]);
-  arena_unlock(ar);
+  arena_unlock(ar, lk);
   check_all_arenas();
 }
 
@@ -1324,10 +1324,10 @@ Test(tcache, thread_exit_after_freeing_a_large_structure_flushes) {
   cr_assert_lt(4 * HP_MIB, mp.heap_max, "one heap");
   struct built b = { 0 };
   expect_exit_flushes(build_and_free_thread, &b);
-  arena_lock(b.ar);
+  bool lk = arena_lock(b.ar);
   cr_assert_eq(b.ar->top, b.ar->heap->first, "every block came back: the heap is one free top chunk");
   cr_assert_leq(b.ar->system_mem, b.peak / 2, "and top was trimmed (%zu of %zu bytes held)", b.ar->system_mem, b.peak);
-  arena_unlock(b.ar);
+  arena_unlock(b.ar, lk);
   check_all_arenas();
 }
 
