@@ -142,7 +142,7 @@ void arena_thread_register(void) {
   if (key_ready) pthread_setspecific(thread_key, &hp_self);
 }
 
-static void bind_thread(struct arena *ar) {
+static void set_thread_arena(struct arena *ar) {
   hp_self.arena = ar;
   hp_self.home = arena_home_tag(ar);
   if (ar) tcache_adopt(ar);
@@ -150,7 +150,7 @@ static void bind_thread(struct arena *ar) {
 
 /* The arena the calling thread allocates from, the first time (later
    calls find it in hp_self: arena_of_thread).  */
-struct arena *arena_get(void) {
+struct arena *arena_bind_thread(void) {
   if (HP_LIKELY(hp_self.arena != NULL)) return hp_self.arena;
   if (hp_self.state == HP_THREAD_DONE) return &main_arena;
   list_lock();
@@ -165,7 +165,7 @@ struct arena *arena_get(void) {
     ar = reuse_arena(NULL);
     list_unlock();
   }
-  bind_thread(ar);
+  set_thread_arena(ar);
   return ar;
 }
 
@@ -186,7 +186,7 @@ struct arena *arena_other_or_new(const struct arena *ar) {
 
 void arena_thread_detach(void) {
   struct arena *ar = hp_self.arena;
-  bind_thread(NULL);
+  set_thread_arena(NULL);
   if (!ar) return;
   list_lock();
   if (ar->attached_threads && --ar->attached_threads == 0) {

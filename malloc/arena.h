@@ -128,10 +128,10 @@ static inline void inbox_unlock(struct arena *ar, bool lk) {
 }
 
 /* The calling thread's arena, bound on its first call.  */
-HP_INTERNAL struct arena *arena_get(void);
+HP_INTERNAL struct arena *arena_bind_thread(void);
 static inline struct arena *arena_of_thread(void) {
   struct arena *ar = hp_self.arena;
-  return HP_LIKELY(ar != NULL) ? ar : arena_get();
+  return HP_LIKELY(ar != NULL) ? ar : arena_bind_thread();
 }
 /* ar could not serve a request: another arena to try once, without
    binding the thread to it -- the main arena for a thread arena; for the

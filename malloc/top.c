@@ -273,7 +273,7 @@ void *sys_grow(struct arena *ar, size_t nb) {
    heap can still grow top by `pad` bytes (its free tail and the space it
    has not committed), returning to the previous heap, whose free tail
    becomes top again: glibc's heap_trim.  */
-static bool release_empty_heap(struct arena *ar, size_t pad) {
+static bool release_current_if_empty(struct arena *ar, size_t pad) {
   struct heap *h = ar->heap, *prev = h->prev;
   if (!prev) return false;
   if (ar->top != h->first) return false;
@@ -327,7 +327,7 @@ void heap_release_drained(struct arena *ar, struct chunk *c) {
 
 bool heap_release_empty(struct arena *ar, size_t pad) {
   bool released = false;
-  while (ar->heap && release_empty_heap(ar, pad)) released = true;
+  while (ar->heap && release_current_if_empty(ar, pad)) released = true;
   return released;
 }
 
