@@ -81,13 +81,24 @@ static void unsorted_push(struct arena *ar, struct chunk *p, size_t size) {
   fwd->bk = p;
 }
 
-/* For a refill of the thread's cache bin for nb (tcache.c), carve more
-   chunks of nb off the front of free space `*rem` of `rsize` bytes, which
-   follows an in-use chunk; leaves at least MINSIZE.  The bytes left.  */
-static size_t carve_for_cache(struct arena *ar, struct chunk **rem, size_t rsize, size_t nb) {
+/* What a split carves for the thread's cache bin of the size served
+   (tcache.c's refill), off the front of the remainder:
+     CARVE_NONE       nothing (not a refill);
+     CARVE_REFILL     chunks while the bin has room: the chunk served goes
+                      to the caller;
+     CARVE_LEAVE_ONE  the same, but leaving the bin room for the chunk
+                      served, which goes into the bin too.  */
+enum carve { CARVE_NONE, CARVE_REFILL, CARVE_LEAVE_ONE };
+
+/* Carve chunks of nb off the front of free space `*rem` of `rsize`
+   bytes, which follows an in-use chunk, into the cache bin of nb, as
+   `how` says; leaves at least MINSIZE.  The bytes left.  */
+static size_t carve_for_cache(struct arena *ar, struct chunk **rem, size_t rsize, size_t nb, enum carve how) {
   size_t tidx = tcache_bin_of(nb);
   if (tidx == TC_BINS) return rsize;
-  while (rsize >= nb + MINSIZE && tcache_room(tidx)) {
+  const struct tc_bin *b = &hp_self.bins[tidx];
+  unsigned keep = how == CARVE_LEAVE_ONE;
+  while (rsize >= nb + MINSIZE && b->count + keep < b->cap) {
     struct chunk *c = *rem;
     set_head(c, nb | PREV_INUSE | arena_flag(ar));
     tcache_put(c, tidx);
@@ -98,10 +109,10 @@ static size_t carve_for_cache(struct arena *ar, struct chunk **rem, size_t rsize
 }
 
 /* Split chunk v (already unlinked, of size `size`) to serve nb; the
-   remainder, if any, goes to the unsorted bin, after a refill (`refill`)
-   carved what it can use off its front.  `remember`: the remainder is
+   remainder, if any, goes to the unsorted bin, after a refill carved
+   what it can use off its front (`carve`).  `remember`: the remainder is
    the last remainder.  */
-static void *take_chunk(struct arena *ar, struct chunk *v, size_t size, size_t nb, bool remember, bool refill) {
+static void *take_chunk(struct arena *ar, struct chunk *v, size_t size, size_t nb, bool remember, enum carve carve) {
   size_t rsize = size - nb;
   if (rsize < MINSIZE) {
     take_whole(v, size, arena_flag(ar));
@@ -109,7 +120,7 @@ static void *take_chunk(struct arena *ar, struct chunk *v, size_t size, size_t n
   }
   struct chunk *rem = chunk_at(v, nb);
   set_head(v, nb | PREV_INUSE | arena_flag(ar));
-  if (refill) rsize = carve_for_cache(ar, &rem, rsize, nb);
+  if (carve != CARVE_NONE) rsize = carve_for_cache(ar, &rem, rsize, nb, carve);
   set_free_head(rem, rsize | PREV_INUSE);
   set_foot(rem, rsize);
   unsorted_push(ar, rem, rsize);
@@ -426,7 +437,7 @@ static void *process_unsorted(struct arena *ar, size_t nb, size_t *cached, bool 
     struct chunk *bck = v->bk;
     if (in_smallbin_range(nb) && bck == ub && v == ar->last_remainder && size > nb + MINSIZE) {
       ub->bk = ub->fd = ub; /* v was alone in the list */
-      return take_chunk(ar, v, size, nb, true, refill);
+      return take_chunk(ar, v, size, nb, true, refill ? CARVE_REFILL : CARVE_NONE);
     }
     ub->bk = bck;
     bck->fd = ub;
@@ -460,7 +471,7 @@ static void *from_largebin(struct arena *ar, size_t nb, bool refill) {
   if (v != bin->bk && chunksize(v->fd) == chunksize(v)) v = v->fd;
   size_t size = chunksize(v);
   unlink_chunk(ar, v);
-  return take_chunk(ar, v, size, nb, false, refill);
+  return take_chunk(ar, v, size, nb, false, refill ? CARVE_REFILL : CARVE_NONE);
 }
 
 /* No bin's bit set in the binmap?  */
@@ -526,7 +537,7 @@ static void fill_from_fragments(struct arena *ar, size_t nb) {
     if (size < nb) hp_fatal("malloc(): corrupted bin");
     if (size < nb + MINSIZE) return; /* taken whole, it would not be of the bin's size */
     unlink_chunk(ar, v);
-    tcache_put(mem2chunk(take_chunk(ar, v, size, nb, false, true)), tidx);
+    tcache_put(mem2chunk(take_chunk(ar, v, size, nb, false, CARVE_LEAVE_ONE)), tidx);
   }
 }
 
@@ -548,7 +559,7 @@ static void *from_binmap(struct arena *ar, size_t nb, bool refill) {
   size_t size = chunksize(v);
   if (size < nb) hp_fatal("malloc(): corrupted bin");
   unlink_chunk(ar, v);
-  void *m = take_chunk(ar, v, size, nb, in_smallbin_range(nb), refill);
+  void *m = take_chunk(ar, v, size, nb, in_smallbin_range(nb), refill ? CARVE_REFILL : CARVE_NONE);
   if (batch) fill_from_fragments(ar, nb);
   return m;
 }
