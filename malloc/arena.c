@@ -47,7 +47,13 @@ void hp_lock_slow(hp_lock_t *l) {
     if (__atomic_load_n(&l->v, __ATOMIC_RELAXED) == 0 && hp_lock_try(l)) return;
   }
   while (__atomic_exchange_n(&l->v, 2, __ATOMIC_ACQUIRE) != 0) hp_os_futex_wait(&l->v, 2);
+  lock_set_owner(l, true);
 }
+
+#if HP_DEBUG
+__thread char hp_lock_me __attribute__((tls_model("initial-exec")));
+const void *hp_list_owner;
+#endif
 
 void arena_init_struct(struct arena *ar, int index) {
   memset(ar, 0, sizeof *ar);
@@ -90,6 +96,7 @@ static struct arena *arena_new(int idx) {
 }
 
 static struct arena *take_free_arena(void) {
+  HP_ASSERT(list_held());
   struct arena *ar = free_list;
   if (ar) {
     free_list = ar->next_free;
@@ -101,6 +108,7 @@ static struct arena *take_free_arena(void) {
 
 /* Round robin over existing arenas, preferring an unlocked one.  */
 static struct arena *reuse_arena(const struct arena *avoid) {
+  HP_ASSERT(list_held());
   if (!next_to_use) next_to_use = &main_arena;
   struct arena *start = next_to_use, *ar = start, *pick = NULL;
   do {
@@ -201,6 +209,7 @@ static void thread_exit(void *arg) {
   (void)arg;
   if (!thread_active()) return;
   tcache_thread_end();
+  HP_ASSERT(!tcache_on() && hp_self.prev_next == NULL); /* off the list of threads */
   arena_thread_detach();
   hp_self.state = HP_THREAD_DONE;
 }

@@ -66,13 +66,35 @@ struct arena {
 
 extern struct arena main_arena HP_INTERNAL;
 extern pthread_mutex_t hp_list_lock HP_INTERNAL;
+#if HP_DEBUG
+/* The debug build's record of hp_list_lock's holder (lock.h, hp_lock_me).  */
+extern const void *hp_list_owner HP_INTERNAL;
+#endif
 /* Take and release hp_list_lock, except in a fork handler of the forking
    thread, which holds it already.  */
 static inline void list_lock(void) {
-  if (!hp_self.in_fork) pthread_mutex_lock(&hp_list_lock);
+  if (hp_self.in_fork) return;
+  pthread_mutex_lock(&hp_list_lock);
+#if HP_DEBUG
+  __atomic_store_n(&hp_list_owner, (const void *)&hp_lock_me, __ATOMIC_RELAXED);
+#endif
 }
 static inline void list_unlock(void) {
-  if (!hp_self.in_fork) pthread_mutex_unlock(&hp_list_lock);
+  if (hp_self.in_fork) return;
+#if HP_DEBUG
+  HP_ASSERT(hp_list_owner == &hp_lock_me);
+  __atomic_store_n(&hp_list_owner, NULL, __ATOMIC_RELAXED);
+#endif
+  pthread_mutex_unlock(&hp_list_lock);
+}
+/* Does the calling thread hold hp_list_lock (or every lock, forking)?
+   Always true in the release build: only for HP_ASSERT.  */
+static inline bool list_held(void) {
+#if HP_DEBUG
+  return hp_self.in_fork || __atomic_load_n(&hp_list_owner, __ATOMIC_RELAXED) == &hp_lock_me;
+#else
+  return true;
+#endif
 }
 
 /* The arenas form a ring that starts at the main arena.  A new arena is
@@ -126,6 +148,11 @@ static inline bool inbox_lock(struct arena *ar) {
 static inline void inbox_unlock(struct arena *ar, bool lk) {
   if (lk) hp_unlock(&ar->inbox.lock);
 }
+/* May the calling thread use what ar's lock guards: does it hold the
+   lock, or need none?  Only for HP_ASSERT ("the caller holds the arena's
+   lock"): the release build cannot tell, and says yes.  */
+static inline bool arena_held(const struct arena *ar) { return !arena_needs_lock() || hp_lock_held(&ar->lock); }
+static inline bool inbox_held(const struct arena *ar) { return !arena_needs_lock() || hp_lock_held(&ar->inbox.lock); }
 
 /* The calling thread's arena, bound on its first call.  */
 HP_INTERNAL struct arena *arena_bind_thread(void);

@@ -13,8 +13,11 @@
  *
  * Every function here runs with the arena's lock held (or while the
  * process has one thread), except fastbin_push, which needs no lock, and
- * free_chunk without FREE_LOCKED, which takes it.  Integrity checks that are cheap stay on in
- * every build and end in hp_fatal().  */
+ * free_chunk without FREE_LOCKED, which takes it: the debug build asserts
+ * it (arena_held) at each entry point.  Integrity checks that are cheap
+ * stay on in every build and end in hp_fatal(); the debug build asserts
+ * more (HP_ASSERT): a free chunk's header and footer agree, a large bin
+ * stays sorted, a chunk served is in use and large enough.  */
 #include "bins.h"
 
 #include <errno.h>
@@ -43,7 +46,8 @@ void arena_bins_init(struct arena *ar) {
 
 /* Remove free chunk p from whatever doubly linked bin holds it.  */
 void unlink_chunk(struct arena *ar, struct chunk *p) {
-  (void)ar;
+  HP_ASSERT(arena_held(ar));
+  HP_ASSERT(p->size & ARENA_FREE);
   if (chunksize(p) != next_chunk(p)->prev_size) hp_fatal("corrupted size vs. prev_size");
   struct chunk *fd = p->fd, *bk = p->bk;
   if (fd->bk != p || bk->fd != p) hp_fatal("corrupted double-linked list");
@@ -72,6 +76,8 @@ void unlink_chunk(struct arena *ar, struct chunk *p) {
 /* Put a free chunk of `size` (head and foot already set) at the front of
    the unsorted bin.  */
 static void unsorted_push(struct arena *ar, struct chunk *p, size_t size) {
+  HP_ASSERT(chunksize(p) == size && (p->size & ARENA_FREE) && prev_inuse(p));
+  HP_ASSERT(chunk_at(p, size)->prev_size == size && !prev_inuse(chunk_at(p, size)));
   struct chunk *bck = unsorted(ar), *fwd = bck->fd;
   if (fwd->bk != bck) hp_fatal("free(): corrupted unsorted chunks");
   p->fd = fwd;
@@ -125,6 +131,7 @@ static void *take_chunk(struct arena *ar, struct chunk *v, size_t size, size_t n
   set_foot(rem, rsize);
   unsorted_push(ar, rem, rsize);
   if (remember) ar->last_remainder = rem;
+  HP_ASSERT(chunksize(v) == nb && inuse(v) && !(v->size & ARENA_FREE));
   return chunk2mem(v);
 }
 
@@ -157,6 +164,7 @@ static struct chunk *coalesce(struct arena *ar, struct chunk *p, size_t size) {
   } else {
     size += nextsize;
     set_free_head(p, size | PREV_INUSE);
+    HP_ASSERT(prev_inuse(p)); /* top follows an in-use chunk, always */
     ar->top = p;
     if (ar->last_remainder == p) ar->last_remainder = NULL;
   }
@@ -169,6 +177,7 @@ static void merge_inbox_batch(struct arena *ar, struct chunk **v, size_t n) {
 }
 
 void malloc_consolidate(struct arena *ar) {
+  HP_ASSERT(arena_held(ar));
   __atomic_store_n(&ar->have_fastchunks, false, __ATOMIC_RELAXED);
   size_t merged = inbox_drain(ar, merge_inbox_batch);
   /* what other threads sent meanwhile waits, and says so */
@@ -261,6 +270,7 @@ void fastbin_push(struct arena *ar, struct chunk *p) {
 
 /* Pop the head of fastbin idx (arena lock held).  */
 static struct chunk *fastbin_pop(struct arena *ar, unsigned idx, const char *unaligned_msg) {
+  HP_ASSERT(arena_held(ar)); /* pops only under the lock: no ABA */
   struct chunk *v = __atomic_load_n(&ar->fastbins[idx], __ATOMIC_ACQUIRE);
   struct chunk *next;
   if (hp_single_threaded()) {
@@ -313,6 +323,7 @@ static void trim_after_free(struct arena *ar, struct chunk *c) {
 
 void free_chunk(struct arena *ar, struct chunk *p, unsigned how) {
   bool lk = !(how & FREE_LOCKED) && arena_lock(ar);
+  HP_ASSERT(arena_held(ar));
   struct chunk *c = merge_or_park(ar, p, !(how & FREE_NO_PARK));
   if (!(how & FREE_NO_TRIM) && c && chunksize(c) >= FASTBIN_CONSOLIDATION_THRESHOLD) trim_after_free(ar, c);
   arena_unlock(ar, lk);
@@ -347,6 +358,7 @@ static struct chunk *smallbin_pop(struct arena *ar, struct chunk *bin) {
   if (bck->fd != v) hp_fatal("malloc(): smallbin double linked list corrupted");
   bin->bk = bck;
   bck->fd = bin;
+  HP_ASSERT(smallbin_index(chunksize(v)) == (unsigned)(bin - ar->bins));
   take_whole(v, chunksize(v), arena_flag(ar));
   return v;
 }
@@ -407,6 +419,9 @@ static void place_in_bin(struct arena *ar, struct chunk *v, size_t size) {
   v->fd = fwd;
   fwd->bk = v;
   bck->fd = v;
+  /* a large bin stays sorted, largest first (bin headers have size 0) */
+  HP_ASSERT(in_smallbin_range(size) ||
+            ((fwd == bin_at(ar, idx) || chunksize(fwd) <= size) && (bck == bin_at(ar, idx) || chunksize(bck) >= size)));
 }
 
 static void check_unsorted(struct arena *ar, struct chunk *v, size_t size) {
@@ -566,6 +581,8 @@ static void *from_binmap(struct arena *ar, size_t nb, bool refill) {
 
 /* Serve `bytes` from arena ar (locked).  NULL with errno ENOMEM on failure.  */
 void *int_malloc(struct arena *ar, size_t bytes, bool refill) {
+  HP_ASSERT(arena_held(ar));
+  HP_ASSERT(ar->top == bin_at(ar, 0) || prev_inuse(ar->top));
   size_t nb = request2size(bytes);
   void *m;
   if (nb <= FASTBIN_MAX_CHUNK && (m = from_fastbin(ar, nb)) != NULL) return m;
@@ -655,6 +672,7 @@ static bool keep_whole(const struct arena *ar, const struct chunk *next, size_t 
    shrinks or the next chunk is free or top, else by moving.  Returns
    memory or NULL (old unchanged).  */
 void *int_realloc(struct arena *ar, struct chunk *old, size_t oldsize, size_t nb) {
+  HP_ASSERT(arena_held(ar) && !chunk_is_mmapped(old) && chunksize(old) == oldsize);
   struct chunk *next = chunk_at(old, oldsize);
   size_t nextsize = chunksize(next);
   if (next->size <= CHUNK_HDR || nextsize >= ar->system_mem) hp_fatal("realloc(): invalid next size");
@@ -688,6 +706,7 @@ void *int_realloc(struct arena *ar, struct chunk *old, size_t oldsize, size_t nb
 
 /* Memory of `bytes` aligned to `alignment` (a power of two > 16).  */
 void *int_memalign(struct arena *ar, size_t alignment, size_t bytes) {
+  HP_ASSERT(arena_held(ar) && is_pow2(alignment) && alignment > HP_ALIGN);
   size_t nb = request2size(bytes);
   if (nb > SIZE_MAX - alignment - MINSIZE) {
     errno = ENOMEM;

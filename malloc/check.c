@@ -16,6 +16,23 @@ void hp_fatal(const char *msg) {
   hp_os_abort();
 }
 
+static void write_str(const char *s) { hp_os_write_err(s, strlen(s)); }
+
+void hp_assert_fail(const char *expr, const char *file, int line) {
+  char num[12], *p = num + sizeof num;
+  unsigned v = line > 0 ? (unsigned)line : 0;
+  do *--p = (char)('0' + v % 10);
+  while ((v /= 10) != 0);
+  write_str("hpmalloc: ");
+  write_str(file);
+  write_str(":");
+  hp_os_write_err(p, (size_t)(num + sizeof num - p));
+  write_str(": assertion failed: ");
+  write_str(expr);
+  write_str("\n");
+  hp_os_abort();
+}
+
 static inline void expect(bool ok, const char *msg) {
   if (HP_UNLIKELY(!ok)) hp_fatal(msg);
 }
@@ -83,6 +100,7 @@ static size_t walk_bins(struct arena *ar, size_t *bytes) {
 }
 
 int check_arena(struct arena *ar) {
+  HP_ASSERT(arena_held(ar));
   size_t heap_bytes = 0, bin_bytes = 0, nheap = 0;
   for (struct heap *h = ar->heap; h; h = h->prev) nheap += walk_heap(ar, h, &heap_bytes);
   size_t nbin = walk_bins(ar, &bin_bytes);

@@ -15,6 +15,7 @@ size_t inbox_put(struct arena *ar, struct chunk *const *v, size_t n) {
   if (k > n) k = n;
   for (size_t i = 0; i < k; i++) in->slot[in->n + i] = v[i];
   __atomic_store_n(&in->n, in->n + (unsigned)k, __ATOMIC_RELAXED);
+  HP_ASSERT(inbox_held(ar) && in->n <= INBOX_SLOTS);
   inbox_unlock(ar, lk);
   /* so that malloc_consolidate runs when the arena wants larger memory */
   if (k && !__atomic_load_n(&ar->have_fastchunks, __ATOMIC_RELAXED))
@@ -29,6 +30,7 @@ static size_t inbox_take(struct arena *ar, struct chunk **v, size_t max) {
   size_t n = in->n < max ? in->n : max, rest = in->n - n;
   for (size_t i = 0; i < n; i++) v[i] = in->slot[rest + i];
   __atomic_store_n(&in->n, (unsigned)rest, __ATOMIC_RELAXED);
+  HP_ASSERT(inbox_held(ar) && in->n <= INBOX_SLOTS);
   inbox_unlock(ar, lk);
   return n;
 }

@@ -151,12 +151,22 @@ static void raise_cap(size_t tidx, size_t want) {
 
 /* Bin tidx missed or overflowed: double its cap, within the budget (when
    it is spent, the next gc pass shares it again).  */
+/* Do the caps add up to cap_bytes, within the budget?  (Adapting caps
+   only: fixed caps count no bytes.)  For HP_ASSERT: a loop over the bins.  */
+static bool caps_add_up(void) {
+  if (mp.tcache_fixed) return true;
+  size_t sum = 0;
+  for (size_t i = 0; i < TC_BINS; i++) sum += hp_self.bins[i].cap * tc_bin_size(i);
+  return sum == hp_self.cap_bytes && (sum <= mp.tcache_bytes || !tcache_on());
+}
+
 static void grow_cap(size_t tidx) {
   if (mp.tcache_fixed) return;
   struct tc_bin *b = &hp_self.bins[tidx];
   size_t want = b->cap ? 2 * (size_t)b->cap : first_cap(tc_bin_size(tidx));
   if (b->events < UINT16_MAX) b->events++;
   raise_cap(tidx, want > TC_CAP_MAX ? TC_CAP_MAX : want);
+  HP_ASSERT(caps_add_up());
 }
 
 static void shrink_cap(size_t tidx, size_t by) {
@@ -194,6 +204,7 @@ static struct tc_entry **detach(size_t tidx, size_t k, struct tc_entry **tail) {
    blocks of 100 bytes before exit took 25% longer than parking them,
    which nothing then merges.  */
 static bool flush_should_park(struct arena *ar) {
+  HP_ASSERT(arena_held(ar)); /* its record is the arena's */
   if (ar->flush_parked >= TC_PARK_WINDOW) {
     ar->flush_parked /= 2;
     ar->fast_merged /= 2;
@@ -364,7 +375,7 @@ static void flush_bin(size_t tidx, size_t k) {
 /* Take the foreign list off the thread and append it, unmangled and
    without the key, to the list ending at *tail.  */
 static struct tc_entry **detach_foreign(struct tc_entry **tail) {
-  size_t n = 0;
+  size_t n = 0, bytes = 0;
   for (struct tc_entry *e = hp_self.foreign, *next; e; e = next) {
     if (!aligned_ok((uintptr_t)e)) hp_fatal("malloc(): unaligned tcache chunk detected");
     if (n++ == hp_self.foreign_count) hp_fatal("free(): too many chunks detected in tcache");
@@ -373,7 +384,10 @@ static struct tc_entry **detach_foreign(struct tc_entry **tail) {
     e->next = NULL;
     *tail = e;
     tail = &e->next;
+    if (HP_DEBUG) bytes += chunksize(mem2chunk(e));
   }
+  /* the counts are the list's */
+  HP_ASSERT(n == hp_self.foreign_count && bytes == hp_self.foreign_bytes);
   hp_self.foreign = NULL;
   hp_self.foreign_count = 0;
   hp_self.foreign_bytes = 0;
@@ -393,6 +407,7 @@ static void flush_all(void) {
 static struct tc_entry **give_back_idle(struct tc_entry **tail) {
   for (size_t i = 0; i < bins_in_use(); i++) {
     struct tc_bin *b = &hp_self.bins[i];
+    HP_ASSERT(b->low <= b->count); /* the least it held since the last pass */
     size_t idle = b->events ? 0 : b->low, k = idle - idle / 4;
     if (k) {
       tail = detach(i, k, tail);
@@ -471,6 +486,7 @@ static void gc(void) {
     else
       for (size_t i = 0; i < bins_in_use(); i++) hp_self.bins[i].events /= 2;
   }
+  HP_ASSERT(caps_add_up());
   send_home(list, true);
 }
 
@@ -696,6 +712,7 @@ static bool may_leave(const struct arena *ar) {
    would give nothing back (with hp_list_lock); its bins are empty then.  */
 static void leave_cache(bool borders_free) {
   struct arena *ar = hp_self.arena;
+  HP_ASSERT(list_held());
   if (borders_free || !may_leave(ar)) return;
   struct tc_left *l = &ar->left;
   for (size_t i = 0; i < TC_BINS; i++) {
@@ -704,6 +721,7 @@ static void leave_cache(bool borders_free) {
     hp_self.bins[i].count = 0;
   }
   l->cap_bytes = hp_self.cap_bytes;
+  HP_ASSERT(bins_empty());
   __atomic_store_n(&l->held, true, __ATOMIC_RELAXED); /* read unlocked as a hint (tcache_adopt) */
 }
 
@@ -724,6 +742,7 @@ static bool take_left(struct arena *ar, bool caps) {
       hp_self.bins[i].count = l->bins[i].count;
     }
     if (caps) hp_self.cap_bytes = l->cap_bytes;
+    HP_ASSERT(!caps || caps_add_up());
     __atomic_store_n(&l->held, false, __ATOMIC_RELAXED);
   }
   list_unlock();

@@ -184,6 +184,7 @@ HP_INTERNAL void tcache_put_foreign(struct chunk *c);
 
 /* Push in-use chunk e on bin b (the caller checked room).  */
 static inline void tcache_push(struct tc_bin *b, struct tc_entry *e) {
+  HP_ASSERT(b->count < b->cap);
   e->key = hp_tcache_key;
   e->next = (struct tc_entry *)protect_ptr(&e->next, b->head);
   b->head = e;
@@ -198,6 +199,7 @@ static inline void tcache_put(struct chunk *c, size_t tidx) {
 static inline void *tcache_get(size_t tidx) {
   struct tc_bin *b = &hp_self.bins[tidx];
   struct tc_entry *e = b->head;
+  HP_ASSERT(e != NULL && b->count > 0);
   if (HP_UNLIKELY(!aligned_ok((uintptr_t)e))) hp_fatal("malloc(): unaligned tcache chunk detected");
   b->head = (struct tc_entry *)reveal_ptr(&e->next, e->next);
   uint16_t n = --b->count;

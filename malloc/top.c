@@ -131,6 +131,7 @@ int heap_create_first(struct arena *ar, struct heap **out, size_t extra) {
 /* Seal heap h, which is no longer the arena's current heap: put a
    fencepost at its end and free what was its top chunk, t.  */
 static void heap_seal(struct arena *ar, struct heap *h, struct chunk *t) {
+  HP_ASSERT(arena_held(ar) && h != ar->heap);
   size_t tsize = chunksize(t);
   size_t keep = tsize - MINSIZE; /* tsize >= MINSIZE always */
   struct chunk *fence = chunk_at(t, keep);
@@ -232,6 +233,7 @@ static int main_first_heap(struct arena *ar, size_t nb) {
 }
 
 void top_fill_bin(struct arena *ar, size_t tidx, size_t nb) {
+  HP_ASSERT(arena_held(ar) && tc_bin_size(tidx) == nb);
   const struct tc_bin *b = &hp_self.bins[tidx];
   size_t n = top_room(ar, nb), room = b->cap > b->count ? b->cap - b->count : 0;
   if (n > room) n = room;
@@ -242,12 +244,14 @@ void top_fill_bin(struct arena *ar, size_t tidx, size_t nb) {
     set_head(c, head);
     tcache_put(c, tidx);
   }
+  HP_ASSERT(b->count <= b->cap);
 }
 
 /* The top chunk cannot serve nb: get memory from the system.  Returns
    memory for the request (possibly a chunk mapped on its own), or NULL
    with errno ENOMEM.  */
 void *sys_grow(struct arena *ar, size_t nb) {
+  HP_ASSERT(arena_held(ar));
   if (mmap_chunk_wanted(nb)) {
     void *p = mmap_chunk(nb);
     if (p) return p;
@@ -274,6 +278,7 @@ void *sys_grow(struct arena *ar, size_t nb) {
    has not committed), returning to the previous heap, whose free tail
    becomes top again: glibc's heap_trim.  */
 static bool release_current_if_empty(struct arena *ar, size_t pad) {
+  HP_ASSERT(arena_held(ar));
   struct heap *h = ar->heap, *prev = h->prev;
   if (!prev) return false;
   if (ar->top != h->first) return false;
@@ -312,6 +317,7 @@ static struct heap *sealed_heap_of(struct arena *ar, const struct chunk *c, stru
 /* Free chunk c (in a bin) may span a whole sealed heap: the program freed
    everything that heap held.  Give the heap back to the system.  */
 void heap_release_drained(struct arena *ar, struct chunk *c) {
+  HP_ASSERT(arena_held(ar) && (c->size & ARENA_FREE));
   struct heap *newer;
   struct heap *h = sealed_heap_of(ar, c, &newer);
   if (!h || c != h->first || next_chunk(c) != h->fence) return;
@@ -334,6 +340,7 @@ bool heap_release_empty(struct arena *ar, size_t pad) {
 /* Release memory at the end of top beyond `pad` bytes, and heaps that are
    wholly free.  Returns 1 when something was released.  */
 int sys_trim(struct arena *ar, size_t pad) {
+  HP_ASSERT(arena_held(ar));
   if (!ar->heap) return 0;
   int released = heap_release_empty(ar, pad);
   struct heap *h = ar->heap;
@@ -362,6 +369,7 @@ static int discard_free_chunks(struct heap *h, const struct chunk *end) {
 }
 
 int arena_trim(struct arena *ar, size_t pad) {
+  HP_ASSERT(arena_held(ar));
   malloc_consolidate(ar);
   int released = sys_trim(ar, pad);
   for (struct heap *h = ar->heap; h; h = h->prev)
@@ -370,6 +378,7 @@ int arena_trim(struct arena *ar, size_t pad) {
 }
 
 void arena_hugify(struct arena *ar) {
+  HP_ASSERT(arena_held(ar));
   for (struct heap *h = ar->heap; h; h = h->prev)
     if (region_hugify(&h->reg)) ar->bytes_thp += h->reg.committed;
 }

@@ -18,6 +18,7 @@ static inline size_t top_room(struct arena *ar, size_t nb) {
 static inline struct chunk *top_cut(struct arena *ar, size_t len) {
   struct chunk *v = ar->top;
   size_t size = chunksize(v);
+  HP_ASSERT(len + MINSIZE <= size && prev_inuse(v));
   ar->top = chunk_at(v, len);
   set_free_head(ar->top, (size - len) | PREV_INUSE);
   return v;
@@ -26,6 +27,7 @@ static inline struct chunk *top_cut(struct arena *ar, size_t len) {
 /* Serve nb from the top chunk when it can keep MINSIZE; else NULL.
    Inline: int_malloc's last step before the system.  */
 static inline void *top_take(struct arena *ar, size_t nb) {
+  HP_ASSERT(arena_held(ar));
   if (!top_room(ar, nb)) return NULL;
   struct chunk *v = top_cut(ar, nb);
   set_head(v, nb | PREV_INUSE | arena_flag(ar));
