@@ -43,9 +43,10 @@ static void inbox_check(const struct chunk *c) {
 
 size_t inbox_drain(struct arena *ar, inbox_take_fn *take) {
   struct chunk *v[INBOX_TAKE];
-  size_t taken = 0, n;
+  size_t taken = 0;
   for (unsigned k = 0; k < INBOX_SLOTS / INBOX_TAKE && __atomic_load_n(&ar->inbox.n, __ATOMIC_RELAXED); k++) {
-    if ((n = inbox_take(ar, v, INBOX_TAKE)) == 0) break;
+    size_t n = inbox_take(ar, v, INBOX_TAKE);
+    if (n == 0) break;
     for (size_t i = 0; i < n; i++) inbox_check(v[i]);
     take(ar, v, n);
     taken += n;
