@@ -676,7 +676,9 @@ Test(tcache, own_small_chunks_parked_until_consolidation_merges_them) {
   cr_assert_gt(flushed, 0);
   cr_assert_eq(fastbin_length(&main_arena, size), flushed, "every flushed chunk was parked");
   cr_assert_eq(main_arena.flush_parked, flushed);
-  malloc_consolidate(&main_arena); /* what a large request does */
+  bool lk = arena_lock(&main_arena);
+  malloc_consolidate(&main_arena); /* what a large request does, with the lock */
+  arena_unlock(&main_arena, lk);
   cr_assert_eq(fastbin_length(&main_arena, size), 0);
   cr_assert_geq(main_arena.fast_merged, flushed);
   for (int i = 0; i < N; i++) p[i] = hpt_malloc(64);
