@@ -47,10 +47,10 @@ void arena_bins_init(struct arena *ar) {
 /* Remove free chunk p from whatever doubly linked bin holds it.  */
 void unlink_chunk(struct arena *ar, struct chunk *p) {
   HP_ASSERT(arena_held(ar));
-  HP_ASSERT(p->size & ARENA_FREE);
   if (chunksize(p) != next_chunk(p)->prev_size) hp_fatal("corrupted size vs. prev_size");
   struct chunk *fd = p->fd, *bk = p->bk;
   if (fd->bk != p || bk->fd != p) hp_fatal("corrupted double-linked list");
+  HP_ASSERT(p->size & ARENA_FREE); /* a chunk in a bin is free in the arena's eyes */
   fd->bk = bk;
   bk->fd = fd;
   if (in_smallbin_range(chunksize(p)) || p->fd_nextsize == NULL) return;
