@@ -16,6 +16,7 @@
 #include "hpmalloc.h"
 #include "arena.h"
 #include "bins.h"
+#include "diag.h"
 #include "stats.h"
 #include "top.h"
 #include "track.h"
@@ -158,7 +159,7 @@ static void verbose_line(void) {
   int n = snprintf(buf, sizeof buf, "hpmalloc %s: hugetlb mode %d, page %zu KiB: %s; placement: %s\n",
                    HPMALLOC_VERSION_STRING, region_get_policy()->mode, (huge ? huge : mp.page) >> 10, mp.mode_reason,
                    hp_placement.desc);
-  if (n > 0) hp_os_write_err(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+  if (n > 0) diag_line(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 
 /* Where an ignored tunable entry came from, for verbose_ignored.  */
@@ -175,7 +176,7 @@ static void verbose_ignored(void *ctx, const struct hp_tunable_issue *is) {
   char what[200], buf[300];
   hp_tunable_describe(is, what, sizeof what);
   int n = snprintf(buf, sizeof buf, "hpmalloc: ignored %s%s%s\n", name ? name : "", name ? " entry " : "", what);
-  if (n > 0) hp_os_write_err(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+  if (n > 0) diag_line(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 
 /* The mode line, then every entry of the built-in string and of the
@@ -210,7 +211,10 @@ static void init_phase1(void) {
   tcache_thread_start(); /* which also derives hp_self.home from the arena */
   hp_tc_max_request = hp_self.on ? tidx2usize(mp.tcache_bins - 1) : 0;
   verbose = tv.val[HP_T_VERBOSE] != 0;
-  stats_at_exit = tv.val[HP_T_STATS] != 0;
+  /* naming a file asks for the report, unless hpmalloc.stats=0 says not */
+  bool file = tunable_set(&tv, HP_T_STATS_FILE);
+  stats_at_exit = tunable_set(&tv, HP_T_STATS) ? tv.val[HP_T_STATS] != 0 : file;
+  diag_setup(verbose, file ? tv.text[HP_T_STATS_FILE] : NULL, file ? (size_t)tv.val[HP_T_STATS_FILE] : 0);
 }
 
 static void report_at_exit(void) { hp_stats_report(); }
@@ -224,7 +228,7 @@ void hp_init_slow(void) {
     if (verbose) verbose_lines();
     if (stats_at_exit && atexit(report_at_exit) != 0) { /* may allocate: phase 2 */
       static const char msg[] = "hpmalloc: hpmalloc.stats: cannot print the statistics at exit (atexit failed)\n";
-      hp_os_write_err(msg, sizeof msg - 1);
+      diag_line(msg, sizeof msg - 1);
     }
     return;
   }

@@ -16,7 +16,8 @@ HARD_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -D_GNU_SOURCE -Iinclude
 # the misuse is deliberate: keep the compiler from warning about or folding it
 HARD_MISUSE_FLAGS := -fno-builtin -Wno-use-after-free -Wno-free-nonheap-object -Wno-array-bounds \
                      -Wno-missing-field-initializers
-HARD_BINS := $(HARD_DIR)/misuse $(HARD_DIR)/misuse-static $(HARD_DIR)/tunables_probe $(HARD_DIR)/limits
+HARD_BINS := $(HARD_DIR)/misuse $(HARD_DIR)/misuse-static $(HARD_DIR)/tunables_probe $(HARD_DIR)/limits \
+             $(HARD_DIR)/diag $(HARD_DIR)/diag-static
 
 # plain: runs on glibc and under LD_PRELOAD
 $(HARD_DIR)/misuse: tests/hardening/misuse.c
@@ -26,6 +27,15 @@ $(HARD_DIR)/misuse: tests/hardening/misuse.c
 $(HARD_DIR)/misuse-static: tests/hardening/misuse.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(HARD_CFLAGS) $(HARD_MISUSE_FLAGS) -static -o $@ $< $(LIB_A) -lpthread
+
+# where diagnostics go: preloaded, and linked statically
+$(HARD_DIR)/diag: tests/hardening/diag.c
+	@mkdir -p $(dir $@)
+	$(CC) $(HARD_CFLAGS) -o $@ $< -lpthread
+
+$(HARD_DIR)/diag-static: tests/hardening/diag.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(HARD_CFLAGS) -static -o $@ $< $(LIB_A) -lpthread
 
 # the test build: reads the environment as the library does, shows mp
 $(HARD_DIR)/tunables_probe: tests/hardening/tunables_probe.c $(LIB_TEST)

@@ -100,8 +100,42 @@ unsigned hp_os_ncpus(void);
    failing (falls back to address and time entropy).  */
 void hp_os_random(void *buf, size_t n);
 
-/* Write a message to stderr with write(2): no stdio, no allocation.  */
+/* Write a message to stderr with write(2): no stdio, no allocation.  Only
+   the fatal path (check.c) writes to descriptor 2 unconditionally;
+   diagnostics go through malloc/diag.c, which checks it first.  */
 void hp_os_write_err(const char *s, size_t n);
+
+/* ---------------------------------------------------------------- diagnostics' output
+ * For malloc/diag.c: async-signal-safe system calls only (fstat, open,
+ * write, close, getpid, getcwd), no allocation, errno preserved.  */
+
+/* What an open descriptor refers to: its file's device, inode and type
+   (the S_IFMT bits of st_mode).  */
+struct hp_file_id {
+  uint64_t dev, ino;
+  unsigned type;
+};
+
+/* Fill *id for descriptor fd: 0, or -1 when fd is not open.  */
+int hp_os_file_id(int fd, struct hp_file_id *id);
+
+/* Open path for appending (O_WRONLY|O_CREAT|O_APPEND|O_CLOEXEC, mode 0644
+   before the umask): the descriptor, or -1.  */
+int hp_os_open_append(const char *path);
+
+/* Write all of s[0..n) to fd (retrying short writes and EINTR); gives up
+   silently on any other error.  */
+void hp_os_write_fd(int fd, const char *s, size_t n);
+
+/* Close fd.  */
+void hp_os_close(int fd);
+
+/* The calling process's id.  */
+int hp_os_pid(void);
+
+/* The current directory into buf[n], NUL-terminated: 0, or -1 when it
+   does not fit or cannot be read.  */
+int hp_os_cwd(char *buf, size_t n);
 
 /* Nanoseconds of CLOCK_MONOTONIC (0 if the clock cannot be read): for the
    statistics' costs of kernel calls.  Allocates nothing.  */
