@@ -176,7 +176,12 @@ enum hp_census hp_os_huge_backed(struct hp_mem_range *r, size_t n);
 
 /* ---------------------------------------------------------------- probe */
 
-enum hp_thp_mode { HP_THP_UNSUPPORTED = 0, HP_THP_NEVER, HP_THP_MADVISE, HP_THP_ALWAYS };
+/* HP_THP_UNKNOWN: the kernel's files cannot be read (/sys not mounted, or
+   access denied), so nothing is known; the caller asks the system calls
+   (region.c's probes).  HP_THP_UNSUPPORTED: /sys/kernel/mm is there but
+   has no transparent_hugepage (a kernel without THP), or its enabled file
+   names no mode.  */
+enum hp_thp_mode { HP_THP_UNSUPPORTED = 0, HP_THP_NEVER, HP_THP_MADVISE, HP_THP_ALWAYS, HP_THP_UNKNOWN };
 enum hp_mmu { HP_MMU_UNKNOWN = 0, HP_MMU_PAGE_TABLE, HP_MMU_HASH, HP_MMU_RADIX };
 
 #define HP_MAX_HUGE_SIZES 8
@@ -186,11 +191,14 @@ struct hp_sysinfo {
   size_t base_page;                        /* base page size */
   enum hp_thp_mode thp;                    /* transparent_hugepage/enabled */
   size_t thp_pmd_size;                     /* transparent_hugepage/hpage_pmd_size; when THP is present
-                                              but that file is not, hp_arch_default_pmd(); 0 without THP */
+                                              or unknown but that file is not, hp_arch_default_pmd();
+                                              0 without THP */
   size_t hugetlb_default;                  /* Hugepagesize from /proc/meminfo, 0 if absent */
   size_t hugetlb_sizes[HP_MAX_HUGE_SIZES]; /* /sys/kernel/mm/hugepages/hugepages-*kB, ascending */
   size_t hugetlb_free[HP_MAX_HUGE_SIZES];  /* free_hugepages of each, in pages */
   unsigned n_hugetlb;
+  int hugetlb_unknown; /* 1: the pools' directory and /sys/kernel/mm cannot be read, so n_hugetlb == 0
+                          says nothing (ask MAP_HUGETLB); 0: the list is the kernel's */
   enum hp_mmu mmu;  /* POWER: hash or radix; others: page table;
                                               unknown when /proc/cpuinfo is unreadable */
   int seg_1t;       /* POWER hash: 1 TiB segments available */

@@ -208,6 +208,33 @@ if [ ! -e "$dd/yes" ] && grep -q "ignored HPMALLOC_STATS=yes: not a number .*, n
 else bad "diagnostics: HPMALLOC_STATS=yes: $out"; fi
 rm -rf "$dd"
 
+# --- a seccomp sandbox: madvise, mremap and mbind fail with EPERM -------------
+# Every mode still allocates correctly (the API tests, trim included, and
+# the stress test), and hpmalloc.verbose says once per kind what the
+# kernel refused.
+sandbox=$bin/sandbox
+api=$root/tests/api
+if ! "$sandbox" true 2>/dev/null; then
+  skp "sandbox: a seccomp filter cannot be installed here: $("$sandbox" true 2>&1)"
+else
+  for m in 0 1 2; do
+    gt=glibc.malloc.hugetlb=$m
+    want="api: 33 passed, 0 failed" run "sandbox (no madvise, mremap, mbind), hugetlb=$m: the API tests, linked statically" \
+      env GLIBC_TUNABLES=$gt "$sandbox" "$api/api-static"
+    want="passed, 0 failed" run "sandbox, hugetlb=$m: the API tests, preloaded" \
+      env GLIBC_TUNABLES=$gt LD_PRELOAD="$lib" "$sandbox" "$api/api-plain"
+    want="stress: 1 passed, 0 failed" run "sandbox, hugetlb=$m: the stress test (threads, fork, realloc, trim), 2 s" \
+      env GLIBC_TUNABLES=$gt HPT_REQUIRE_HPMALLOC=1 LD_PRELOAD="$lib" "$sandbox" "$root/tests/integration/stress" 2
+    out=$(GLIBC_TUNABLES=$gt HPMALLOC_VERBOSE=1 LD_PRELOAD="$lib" "$sandbox" "$bin/diag" work 2>&1 >/dev/null); rc=$?
+    refusals=$(grep 'refused (EPERM)' <<<"$out")
+    case $m in 0) need='mremap refused' ;; 1) need='MADV_HUGEPAGE) refused' ;; 2) need='MADV_POPULATE_WRITE) refused' ;; esac
+    if [ $m = 2 ] && ! grep -q 'hugetlb mode 2' <<<"$out"; then need='MADV_HUGEPAGE) refused'; fi # no hugetlb page size: THP
+    if [ $rc = 0 ] && grep -q "$need" <<<"$refusals" && [ -z "$(sed 's/ (EPERM).*//' <<<"$refusals" | sort | uniq -d)" ]; then
+      ok "sandbox, hugetlb=$m: hpmalloc.verbose says once per kind what was refused: $(sed 's/^hpmalloc: //; s/ (EPERM).*//' <<<"$refusals" | paste -sd, -)"
+    else bad "sandbox, hugetlb=$m: wanted one '$need' line, one line per kind (exit $rc):"; sed 's/^/      /' <<<"$out"; fi
+  done
+fi
+
 # --- address-space limit ----------------------------------------------------
 for m in 0 1 2; do
   for c in as tight; do
