@@ -31,8 +31,8 @@ enum { DIAG_PATH_MAX = 4096 };
 /* Set before any other thread runs (the constructor, diag_setup), read
    only afterwards.  */
 static struct {
-  bool recorded;           /* stderr_id was taken */
-  bool have_stderr;        /* descriptor 2 was open then */
+  bool recorded;    /* stderr_id was taken */
+  bool have_stderr; /* descriptor 2 was open then */
   struct hp_file_id stderr_id;
   char file[DIAG_PATH_MAX]; /* the file's name as given ("%p" unexpanded), "" for stderr */
 } where;
@@ -56,8 +56,10 @@ void diag_setup(bool verbose, const char *file, size_t len) {
   size_t at = 0;
   if (file[0] != '/' && hp_os_cwd(where.file, DIAG_PATH_MAX) == 0) {
     at = strlen(where.file);
-    if (at + 1 + len >= DIAG_PATH_MAX) at = 0; /* too long with the directory: taken as given */
-    else if (where.file[at - 1] != '/') where.file[at++] = '/';
+    if (at + 1 + len >= DIAG_PATH_MAX)
+      at = 0; /* too long with the directory: taken as given */
+    else if (where.file[at - 1] != '/')
+      where.file[at++] = '/';
   }
   memcpy(where.file + at, file, len);
   where.file[at + len] = '\0';

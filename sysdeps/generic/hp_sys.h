@@ -197,8 +197,9 @@ struct hp_sysinfo {
   size_t hugetlb_sizes[HP_MAX_HUGE_SIZES]; /* /sys/kernel/mm/hugepages/hugepages-*kB, ascending */
   size_t hugetlb_free[HP_MAX_HUGE_SIZES];  /* free_hugepages of each, in pages */
   unsigned n_hugetlb;
-  int hugetlb_unknown; /* 1: the pools' directory and /sys/kernel/mm cannot be read, so n_hugetlb == 0
-                          says nothing (ask MAP_HUGETLB); 0: the list is the kernel's */
+  /* 1: the pools' directory and /sys/kernel/mm cannot be read, so
+     n_hugetlb == 0 says nothing (ask MAP_HUGETLB); 0: the list is the kernel's */
+  int hugetlb_unknown;
   enum hp_mmu mmu;  /* POWER: hash or radix; others: page table;
                                               unknown when /proc/cpuinfo is unreadable */
   int seg_1t;       /* POWER hash: 1 TiB segments available */

@@ -41,8 +41,7 @@ int hp_os_file_id(int fd, struct hp_file_id *id) {
 
 int hp_os_open_append(const char *path) {
   int saved = errno, fd;
-  do
-    fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0644);
+  do fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0644);
   while (fd < 0 && errno == EINTR);
   errno = saved;
   return fd;
