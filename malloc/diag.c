@@ -162,18 +162,14 @@ static const char *errno_name(int err) {
 void diag_refused_slow(enum diag_refusal what, int err) {
   unsigned bit = 1u << what;
   if (atomic_fetch_or_explicit(&refused_seen, bit, memory_order_relaxed) & bit) return;
-  /* "hpmalloc: " + the text with its one %s replaced; no snprintf here */
+  /* "hpmalloc: " + the text with its one %s replaced by the errno's name
+     (names are short: the line keeps room for one); no snprintf here */
   char line[256];
-  const char *t = refusal_text[what], *name = errno_name(err);
   size_t k = 0;
-  static const char head[] = "hpmalloc: ";
-  memcpy(line, head, sizeof head - 1);
-  k = sizeof head - 1;
-  for (; *t != '\0' && k + 16 < sizeof line; t++) {
+  for (const char *h = "hpmalloc: "; *h != '\0'; h++) line[k++] = *h;
+  for (const char *t = refusal_text[what]; *t != '\0' && k + 16 < sizeof line; t++) {
     if (t[0] == '%' && t[1] == 's') {
-      size_t n = strlen(name);
-      memcpy(line + k, name, n);
-      k += n;
+      for (const char *n = errno_name(err); *n != '\0'; n++) line[k++] = *n;
       t++;
     } else {
       line[k++] = *t;

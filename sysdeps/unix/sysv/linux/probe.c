@@ -155,11 +155,10 @@ static void probe_thp(const char *root, struct hp_sysinfo *si) {
 
   si->thp = HP_THP_UNSUPPORTED;
   si->thp_pmd_size = 0;
-  if (path_join(path, root, THP_DIR, "/enabled", NULL) != 0)
-    si->thp = HP_THP_UNKNOWN;
-  else if (hp_linux_read_file(path, buf, sizeof buf) > 0)
+  bool named = path_join(path, root, THP_DIR, "/enabled", NULL) == 0;
+  if (named && hp_linux_read_file(path, buf, sizeof buf) > 0)
     si->thp = hp_linux_parse_thp(buf);
-  else if (errno != ENOENT || !mm_dir_readable(root))
+  else if (!named || errno != ENOENT || !mm_dir_readable(root))
     si->thp = HP_THP_UNKNOWN;
   if (path_join(path, root, THP_DIR, "/hpage_pmd_size", NULL) == 0 && read_u64_file(path, &v) == 0 && is_pow2(v) &&
       v > si->base_page)
