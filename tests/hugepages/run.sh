@@ -158,14 +158,15 @@ else
     read -r -t 300 er_word er_cpid <"$er_io/out"
     er_anon=$(awk '/^Anonymous:/ {print $2}' "/proc/$er_pid/smaps_rollup" 2>/dev/null)
     er_ahp=$(awk '/^AnonHugePages:/ {print $2}' "/proc/$er_pid/smaps_rollup" 2>/dev/null)
+    er_htlb=$(awk '/^(Private|Shared)_Hugetlb:/ {n += $2} END {print n + 0}' "/proc/$er_pid/smaps_rollup" 2>/dev/null)
     exec 7>&-
     wait "$er_pid"; er_rc=$?
     er_line=$(head -n 1 "$er_io/err")
     er_pct=$(( ${er_ahp:-0} * 100 / (${er_anon:-0} > 0 ? ${er_anon:-1} : 1) ))
-    er_what="empty root, hugetlb=$m: ${er_anon:-?} kB anonymous, ${er_ahp:-?} kB AnonHugePages (${er_pct}%)"
+    er_what="empty root, hugetlb=$m: ${er_anon:-?} kB anonymous, ${er_ahp:-?} kB AnonHugePages (${er_pct}%), ${er_htlb:-?} kB hugetlb"
     if [ "$er_word" != ready ] || [ "$er_cpid" != "$er_pid" ] || [ "$er_rc" != 0 ]; then
       bad "$er_what: the program failed (said '$er_word $er_cpid' as pid $er_pid, exit $er_rc): $(cat "$er_io/err")"
-    elif [ "${er_anon:-0}" -lt $((190 * 1024)) ]; then
+    elif [ $(( ${er_anon:-0} + ${er_htlb:-0} )) -lt $((190 * 1024)) ]; then
       bad "$er_what: the 200 MB heap was not built"
     elif [ -e "$er_root/proc" ] || [ "$(ls "$er_root")" != emptyroot ]; then
       bad "$er_what: the root was not empty: $(ls "$er_root")"
