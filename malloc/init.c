@@ -16,6 +16,7 @@
 #include "hpmalloc.h"
 #include "arena.h"
 #include "bins.h"
+#include "diag.h"
 #include "stats.h"
 #include "top.h"
 #include "track.h"
@@ -59,42 +60,81 @@ static bool hugetlb_size_listed(size_t sz) {
   return false;
 }
 
-static size_t thp_size(void) {
+/* Where /sys cannot be read, the kernel's own answers decide: a
+   MAP_HUGETLB mapping of the size (region_probe_hugetlb), and
+   MADV_HUGEPAGE on a probe mapping (region_probe_thp), asked once.  */
+static bool hugetlb_offered(size_t sz) {
+  if (!hp_sysinfo.hugetlb_unknown) return hugetlb_size_listed(sz);
+  return sz > mp.page && is_pow2(sz) && region_probe_hugetlb(sz) == 0;
+}
+
+/* The size hugetlb=2 means: /proc/meminfo's Hugepagesize, else the
+   architecture's PMD size where that is offered (or nothing is known),
+   else the smallest listed.  */
+static size_t hugetlb_default(void) {
+  size_t pmd = hp_arch_default_pmd(&hp_sysinfo);
+  if (hp_sysinfo.hugetlb_default) return hp_sysinfo.hugetlb_default;
+  if (pmd && (hp_sysinfo.hugetlb_unknown || hugetlb_size_listed(pmd))) return pmd;
+  return hp_sysinfo.n_hugetlb ? hp_sysinfo.hugetlb_sizes[0] : 0;
+}
+
+static int thp_refused = -1; /* the errno region_probe_thp answered; -1: not asked yet */
+
+/* The THP page size, 0 without THP.  PROBE: where /sys cannot be read,
+   ask the kernel (else take it as no THP).  */
+static size_t thp_size(bool probe) {
+  size_t pmd = hp_sysinfo.thp_pmd_size ? hp_sysinfo.thp_pmd_size : hp_arch_default_pmd(&hp_sysinfo);
+  if (hp_sysinfo.thp == HP_THP_UNKNOWN && pmd) {
+    if (probe && thp_refused < 0) thp_refused = region_probe_thp(mp.page);
+    return thp_refused == 0 ? pmd : 0;
+  }
   if (hp_sysinfo.thp != HP_THP_MADVISE && hp_sysinfo.thp != HP_THP_ALWAYS) return 0;
-  return hp_sysinfo.thp_pmd_size ? hp_sysinfo.thp_pmd_size : hp_arch_default_pmd(&hp_sysinfo);
+  return pmd;
 }
 
 /* hugetlb=1: THP when the kernel offers it.  */
 static const char *thp_mode(struct region_policy *pol) {
   if (pol->thp_size) {
     pol->mode = 1;
+    if (hp_sysinfo.thp == HP_THP_UNKNOWN)
+      return "THP (/sys unreadable: the kernel accepted MADV_HUGEPAGE; PMD size from the architecture)";
     return hp_sysinfo.thp == HP_THP_ALWAYS ? "THP (enabled=always)" : "THP (enabled=madvise)";
   }
-  return hp_sysinfo.thp == HP_THP_NEVER ? "hugetlb=1 asked, but THP is disabled (enabled=never): off"
-                                        : "hugetlb=1 asked, but the kernel has no THP: off";
+  switch (hp_sysinfo.thp) {
+  case HP_THP_NEVER: return "hugetlb=1 asked, but THP is disabled (enabled=never): off";
+  case HP_THP_UNKNOWN:
+    return thp_refused == EINVAL ? "hugetlb=1 asked; /sys unreadable and MADV_HUGEPAGE refused (EINVAL: no THP): off"
+                                 : "hugetlb=1 asked; /sys unreadable and MADV_HUGEPAGE refused: off";
+  default: return "hugetlb=1 asked, but the kernel has no THP (no transparent_hugepage in /sys/kernel/mm): off";
+  }
 }
 
 /* Resolve glibc.malloc.hugetlb (and hpmalloc.hugetlb_size) into pol's mode
    and page sizes.  Returns why it resolved so (for malloc_info and the
    verbose line).  */
 static const char *resolve_mode(struct region_policy *pol, uint64_t req, uint64_t size_req) {
-  pol->thp_size = thp_size();
+  pol->thp_size = thp_size(req != 0);
   pol->mode = 0;
   if (req == 0) return "hugetlb=0 (default)";
   if (req == 1) return thp_mode(pol);
-  if (req > 2 && !hugetlb_size_listed((size_t)req))
-    return "hugetlb=<size>: size not offered by /sys/kernel/mm/hugepages, ignored";
-  size_t hsz = req > 2                                             ? (size_t)req
-               : size_req && hugetlb_size_listed((size_t)size_req) ? (size_t)size_req
-                                                                   : hp_sysinfo.hugetlb_default;
-  if (hsz && hugetlb_size_listed(hsz)) {
+  bool unknown = hp_sysinfo.hugetlb_unknown;
+  if (req > 2 && !hugetlb_offered((size_t)req))
+    return unknown ? "hugetlb=<size>: /sys unreadable and MAP_HUGETLB of that size refused, ignored"
+                   : "hugetlb=<size>: size not offered by /sys/kernel/mm/hugepages, ignored";
+  size_t hsz = req > 2 ? (size_t)req : 0; /* offered: checked above */
+  if (!hsz && size_req && hugetlb_offered((size_t)size_req)) hsz = (size_t)size_req;
+  if (!hsz && (hsz = hugetlb_default()) != 0 && !hugetlb_offered(hsz)) hsz = 0;
+  if (hsz) {
     pol->mode = 2;
     pol->hugetlb_size = hsz;
-    return "hugetlbfs pages; falls back to THP, then base pages, when the pool runs dry";
+    return unknown ? "hugetlbfs pages (/sys unreadable: the kernel accepted MAP_HUGETLB of the size); falls back to "
+                     "THP, then base pages, when the pool runs dry"
+                   : "hugetlbfs pages; falls back to THP, then base pages, when the pool runs dry";
   }
   if (pol->thp_size) {
     pol->mode = 1;
-    return "hugetlb=2 asked, but no hugetlb page size is offered: using THP";
+    return unknown ? "hugetlb=2 asked; /sys unreadable and MAP_HUGETLB refused: using THP"
+                   : "hugetlb=2 asked, but no hugetlb page size is offered: using THP";
   }
   return "hugetlb=2 asked, but neither hugetlbfs nor THP is available";
 }
@@ -158,7 +198,7 @@ static void verbose_line(void) {
   int n = snprintf(buf, sizeof buf, "hpmalloc %s: hugetlb mode %d, page %zu KiB: %s; placement: %s\n",
                    HPMALLOC_VERSION_STRING, region_get_policy()->mode, (huge ? huge : mp.page) >> 10, mp.mode_reason,
                    hp_placement.desc);
-  if (n > 0) hp_os_write_err(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+  if (n > 0) diag_line(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 
 /* Where an ignored tunable entry came from, for verbose_ignored.  */
@@ -175,7 +215,7 @@ static void verbose_ignored(void *ctx, const struct hp_tunable_issue *is) {
   char what[200], buf[300];
   hp_tunable_describe(is, what, sizeof what);
   int n = snprintf(buf, sizeof buf, "hpmalloc: ignored %s%s%s\n", name ? name : "", name ? " entry " : "", what);
-  if (n > 0) hp_os_write_err(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+  if (n > 0) diag_line(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 
 /* The mode line, then every entry of the built-in string and of the
@@ -210,7 +250,10 @@ static void init_phase1(void) {
   tcache_thread_start(); /* which also derives hp_self.home from the arena */
   hp_tc_max_request = tcache_on() ? tidx2usize(mp.tcache_bins - 1) : 0;
   verbose = tv.val[HP_T_VERBOSE] != 0;
-  stats_at_exit = tv.val[HP_T_STATS] != 0;
+  /* naming a file asks for the report, unless hpmalloc.stats=0 says not */
+  bool file = tunable_set(&tv, HP_T_STATS_FILE);
+  stats_at_exit = tunable_set(&tv, HP_T_STATS) ? tv.val[HP_T_STATS] != 0 : file;
+  diag_setup(verbose, file ? tv.text[HP_T_STATS_FILE] : NULL, file ? (size_t)tv.val[HP_T_STATS_FILE] : 0);
 }
 
 static void report_at_exit(void) { hp_stats_report(); }
@@ -224,7 +267,7 @@ void hp_init_slow(void) {
     if (verbose) verbose_lines();
     if (stats_at_exit && atexit(report_at_exit) != 0) { /* may allocate: phase 2 */
       static const char msg[] = "hpmalloc: hpmalloc.stats: cannot print the statistics at exit (atexit failed)\n";
-      hp_os_write_err(msg, sizeof msg - 1);
+      diag_line(msg, sizeof msg - 1);
     }
     return;
   }

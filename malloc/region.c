@@ -33,6 +33,7 @@
 
 #include <errno.h>
 
+#include "diag.h"
 #include "prefault.h"
 
 #define HP_KERNEL_OS                                                                                                \
@@ -63,6 +64,30 @@ void region_set_policy(const struct region_policy *p) { policy = *p; }
 const struct region_policy *region_get_policy(void) { return &policy; }
 
 size_t region_mode_page(void) { return policy_huge_page(&policy); }
+
+int region_probe_thp(size_t len) {
+  int saved = errno, rc = 0;
+  void *p = hp_kernel.map(NULL, len, HP_PROT_NONE, 0, 0);
+  if (!p)
+    rc = errno;
+  else {
+    if (hp_kernel.advise(p, len, HP_ADV_HUGEPAGE) != 0) rc = errno;
+    hp_kernel.unmap(p, len);
+  }
+  errno = saved;
+  return rc;
+}
+
+int region_probe_hugetlb(size_t size) {
+  int saved = errno, rc = 0;
+  void *p = hp_kernel.map(NULL, size, HP_PROT_RW, HP_MAP_HUGETLB | HP_MAP_NORESERVE, size);
+  if (!p)
+    rc = errno;
+  else
+    hp_kernel.unmap(p, size);
+  errno = saved;
+  return rc;
+}
 
 /* After a hugetlb failure, skip hugetlb for this many reservations before
    trying the pool again.  Guarded by nothing: a racy hint only.  */
@@ -198,6 +223,7 @@ static int reserve_normal(struct region *r, size_t len, size_t align, enum hp_re
   if (!p) return -1;
   *r = (struct region){ .base = p, .reserved = len, .page = page, .kind = kind, .lazy = true };
   if (kind == HP_REGION_THP && hp_kernel.advise(p, len, HP_ADV_HUGEPAGE) != 0) {
+    diag_refused(DIAG_REFUSED_HUGEPAGE, errno);
     atomic_fetch_add_explicit(&region_fallbacks.thp, 1, memory_order_relaxed);
     r->kind = HP_REGION_BASE;
     r->page = policy.page;
@@ -243,7 +269,10 @@ int region_extend(struct region *r, size_t more) {
     errno = saved;
     return -1;
   }
-  if (r->kind == HP_REGION_THP) hp_kernel.advise(p, more, HP_ADV_HUGEPAGE);
+  if (r->kind == HP_REGION_THP && hp_kernel.advise(p, more, HP_ADV_HUGEPAGE) != 0) {
+    diag_refused(DIAG_REFUSED_HUGEPAGE, errno); /* the extension goes on base pages */
+    errno = saved;
+  }
   r->reserved += more;
   return 0;
 }
@@ -254,8 +283,11 @@ int region_extend(struct region *r, size_t more) {
    left the pages absent (emulators such as qemu-user) is a failure:
    touching them could raise SIGBUS.  */
 static bool populated(struct region *r, size_t off, size_t len) {
-  return hp_kernel.advise(r->base + off, len, HP_ADV_POPULATE_WRITE) == 0 &&
-         hp_kernel.resident(r->base + off, len) != 0;
+  if (hp_kernel.advise(r->base + off, len, HP_ADV_POPULATE_WRITE) != 0) {
+    diag_refused(DIAG_REFUSED_POPULATE, errno); /* a dry pool (ENOMEM, EFAULT) is no refusal */
+    return false;
+  }
+  return hp_kernel.resident(r->base + off, len) != 0;
 }
 
 static int commit_hugetlb(struct region *r, size_t from, size_t to) {
@@ -364,6 +396,7 @@ int region_commit_ahead(struct region *r, size_t upto) {
 bool region_populate(void *addr, size_t len) {
   int saved = errno;
   bool ok = hp_kernel.advise(addr, len, HP_ADV_POPULATE_WRITE) == 0;
+  if (!ok) diag_refused(DIAG_REFUSED_POPULATE, errno);
   errno = saved;
   return ok;
 }
@@ -375,26 +408,46 @@ void region_run_deferred_slow(void) {
   if (!(d.pending & REGION_DEFERRED_COLLAPSE)) return;
   int saved = errno;
   uint64_t t0 = hp_os_now_ns();
-  if (hp_kernel.advise(d.addr, d.len, HP_ADV_COLLAPSE) != 0)
+  if (hp_kernel.advise(d.addr, d.len, HP_ADV_COLLAPSE) != 0) {
+    diag_refused(DIAG_REFUSED_COLLAPSE, errno);
     atomic_fetch_add_explicit(&region_costs.collapse_failures, 1, memory_order_relaxed);
+  }
   count_cost(&region_costs.collapses, &region_costs.collapse_ns, t0);
   errno = saved;
 }
 
+/* MADV_DONTNEED refused on [p, p+len) of r (a seccomp filter, locked
+   pages): give the pages back by mapping fresh ones over them, with prot
+   (and advising a THP region's again).  False when that fails too: the
+   bytes are still there, and nothing may count them as given back.  */
+static bool replace_pages(struct region *r, char *p, size_t len, enum hp_prot prot) {
+  if (hp_kernel.map(p, len, prot, HP_MAP_FIXED, 0) != p) return false;
+  if (r->kind == HP_REGION_THP && hp_kernel.advise(p, len, HP_ADV_HUGEPAGE) != 0)
+    diag_refused(DIAG_REFUSED_HUGEPAGE, errno);
+  return true;
+}
+
 /* Give back [downto, committed) (downto rounded up to the region's page, so
    only whole pages, and in huge modes only whole huge pages, go; a young
-   region gives back base pages).  */
+   region gives back base pages).  What the kernel would not drop stays
+   committed: r->committed says what is held.  */
 void region_decommit(struct region *r, size_t downto) {
   downto = align_up(downto, young(r) ? policy.page : r->page);
   if (downto >= r->committed) return;
   char *p = r->base + downto;
   size_t len = r->committed - downto;
   int saved = errno;
-  if (hp_kernel.advise(p, len, HP_ADV_DONTNEED) != 0 && r->kind == HP_REGION_HUGETLB) {
+  if (hp_kernel.advise(p, len, HP_ADV_DONTNEED) != 0) {
+    int err = errno;
+    diag_refused(DIAG_REFUSED_DONTNEED, err);
+    /* hugetlb: old kernels cannot drop hugetlb pages this way, keep them;
+       a failure that is no refusal (ENOMEM): keep them, try again later */
+    bool gone = r->kind != HP_REGION_HUGETLB && diag_is_refusal(err) && replace_pages(r, p, len, HP_PROT_NONE);
     errno = saved;
-    return; /* old kernels cannot drop hugetlb pages this way: keep them */
+    if (!gone) return;
+  } else if (r->kind != HP_REGION_HUGETLB) {
+    hp_kernel.protect(p, len, HP_PROT_NONE);
   }
-  if (r->kind != HP_REGION_HUGETLB) hp_kernel.protect(p, len, HP_PROT_NONE);
   errno = saved;
   r->committed = downto;
   if (r->prefaulted > downto) r->prefaulted = downto;
@@ -413,13 +466,23 @@ bool region_discard(struct region *r, uintptr_t lo, uintptr_t hi) {
   if (r->kind == HP_REGION_HUGETLB) return false;
   lo = align_up(lo, r->page);
   hi = align_down(hi, r->page);
-  return hi > lo && hp_kernel.advise((void *)lo, hi - lo, HP_ADV_DONTNEED) == 0;
+  if (hi <= lo) return false;
+  int saved = errno;
+  bool ok = hp_kernel.advise((void *)lo, hi - lo, HP_ADV_DONTNEED) == 0;
+  if (!ok) {
+    int err = errno;
+    diag_refused(DIAG_REFUSED_DONTNEED, err);
+    ok = diag_is_refusal(err) && replace_pages(r, (char *)lo, hi - lo, HP_PROT_RW);
+  }
+  errno = saved;
+  return ok;
 }
 
 bool region_hugify(struct region *r) {
   if (r->kind != HP_REGION_BASE || !policy.thp_size) return false;
   int saved = errno;
   bool ok = hp_kernel.advise(r->base, r->reserved, HP_ADV_HUGEPAGE) == 0;
+  if (!ok) diag_refused(DIAG_REFUSED_HUGEPAGE, errno);
   if (ok) {
     r->kind = HP_REGION_THP;
     r->page = policy.thp_size;
@@ -454,6 +517,7 @@ void *region_map_chunk(size_t *len, enum hp_region_kind *kind) {
       *len = l;
       *kind = HP_REGION_THP;
       if (hp_kernel.advise(p, l, HP_ADV_HUGEPAGE) != 0) {
+        diag_refused(DIAG_REFUSED_HUGEPAGE, errno);
         atomic_fetch_add_explicit(&region_fallbacks.thp, 1, memory_order_relaxed);
         *kind = HP_REGION_BASE;
       }
@@ -482,6 +546,7 @@ void *region_remap_chunk(void *base, size_t oldlen, size_t newlen, bool may_move
   int saved = errno;
   void *p = hp_kernel.remap(base, oldlen, newlen, 0);
   if (!p && may_move) p = hp_kernel.remap(base, oldlen, newlen, 1);
+  if (!p) diag_refused(DIAG_REFUSED_REMAP, errno); /* the caller copies instead */
   errno = saved;
   return p;
 }

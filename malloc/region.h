@@ -88,6 +88,18 @@ static inline void region_run_deferred(void) {
    helper.  True when the kernel did; errno kept.  */
 HP_INTERNAL bool region_populate(void *addr, size_t len);
 
+/* ------------------------------------------------------------------ asking the kernel
+ * Where the kernel's files cannot be read (no /sys: an initramfs, a
+ * chroot, a scratch container), init.c asks the system calls instead.
+ * Each returns 0, or the errno the kernel answered; errno is kept.  */
+/* madvise(MADV_HUGEPAGE) on a mapping of len bytes, unmapped again:
+   EINVAL means a kernel without THP.  (It cannot tell enabled=never.)  */
+HP_INTERNAL int region_probe_thp(size_t len);
+/* A MAP_HUGETLB|MAP_NORESERVE mapping of one page of `size`, unmapped
+   again: 0 means the kernel has hugetlb pages of that size (its pool may
+   still be empty: the commit path falls back then).  */
+HP_INTERNAL int region_probe_hugetlb(size_t size);
+
 /* ------------------------------------------------------------------ heap regions */
 
 /* A reserved span of address space, committed from its start upwards.  */

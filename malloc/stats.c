@@ -15,6 +15,7 @@
 #include "hpmalloc.h"
 #include "arena.h"
 #include "backed.h"
+#include "diag.h"
 #include "mmapped.h"
 #include "prefault.h"
 #include "tcache.h"
@@ -201,11 +202,17 @@ void hp_malloc_stats(void) {
 /* ------------------------------------------------------------------ the report at exit */
 
 /* hpmalloc.stats=1 (HPMALLOC_STATS=1) prints, at exit, a table a person
-   reads, on stderr, as jemalloc's stats_print does: per arena and in
-   total, what the allocator holds, what it asked huge pages for and what
-   the kernel backs with them.  Each arena is gathered under its lock, then
+   reads, as jemalloc's stats_print does: per arena and in total, what the
+   allocator holds, what it asked huge pages for and what the kernel backs
+   with them.  It goes where diag.c says (the file hpmalloc.stats_file
+   names, else stderr if descriptor 2 is still the file it was at
+   start-up, else nowhere).  Each arena is gathered under its lock, then
    measured and printed with no lock held.  Lines go out whole with
    write(2): no stdio, which a program may have closed by then.  */
+
+/* The descriptor the report goes to: set by hp_stats_report_fd, which
+   runs once, at exit.  */
+static int report_fd = -1;
 
 enum { REPORT_LABEL = 10, REPORT_COL = 12, REPORT_COLS = 8 };
 #define REPORT_NONE SIZE_MAX /* a figure a row does not have: "-" */
@@ -238,10 +245,10 @@ static void report_row(const char *label, const size_t v[REPORT_COLS], bool back
   }
   if (n > sizeof line - 2) n = sizeof line - 2;
   line[n++] = '\n';
-  hp_os_write_err(line, n);
+  hp_os_write_fd(report_fd, line, n);
 }
 
-/* printf to stderr, one whole line of at most 255 bytes.  */
+/* printf to the report's descriptor, one whole line of at most 255 bytes.  */
 __attribute__((format(printf, 1, 2))) static void report_line(const char *fmt, ...) {
   char line[256];
   va_list ap;
@@ -251,7 +258,7 @@ __attribute__((format(printf, 1, 2))) static void report_line(const char *fmt, .
   if (n < 0) return;
   if ((size_t)n > sizeof line - 2) n = (int)sizeof line - 2;
   line[n++] = '\n';
-  hp_os_write_err(line, (size_t)n);
+  hp_os_write_fd(report_fd, line, (size_t)n);
 }
 
 static void report_add(size_t sum[REPORT_COLS], const size_t v[REPORT_COLS]) {
@@ -287,6 +294,14 @@ static void report_kernel(void) {
 }
 
 void hp_stats_report(void) {
+  struct diag_out o;
+  if (!diag_open(&o)) return;
+  hp_stats_report_fd(o.fd);
+  diag_close(&o);
+}
+
+void hp_stats_report_fd(int fd) {
+  report_fd = fd;
   hp_ensure_init();
   int cancel_state;
   pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);

@@ -24,8 +24,10 @@ HP_INTERNAL struct mallinfo hp_mallinfo(void);
 HP_INTERNAL void hp_malloc_stats(void);
 HP_INTERNAL int hp_malloc_info(int options, FILE *fp);
 HP_INTERNAL int hp_stats(struct hpmalloc_stats *out, size_t size);
-/* The report hpmalloc.stats=1 prints at exit, on stderr; takes no lock
-   while it prints.  */
+/* The report hpmalloc.stats=1 prints at exit, where diag.c sends
+   diagnostics (nowhere, when it has no destination); takes no lock while
+   it prints.  hp_stats_report_fd: the same report written to fd.  */
 HP_INTERNAL void hp_stats_report(void);
+HP_INTERNAL void hp_stats_report_fd(int fd);
 
 #endif

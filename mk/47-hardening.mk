@@ -3,7 +3,9 @@
 #   make check-hardening   (in `make check`) misuse caught with glibc's
 #                          messages (on glibc too, which validates them),
 #                          hostile tunables and the setuid path, RLIMIT_AS,
-#                          a hugetlb pool running dry mid-run (root)
+#                          a hugetlb pool running dry mid-run (root),
+#                          where diagnostics go, a seccomp sandbox
+#                          refusing madvise, mremap and mbind
 #   make check-soak        (not in `make check`) threads, cross-thread
 #                          frees, fork, modes 1 and 2, RSS after the load;
 #                          SOAK_SECONDS per mode (default 60)
@@ -16,7 +18,8 @@ HARD_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -D_GNU_SOURCE -Iinclude
 # the misuse is deliberate: keep the compiler from warning about or folding it
 HARD_MISUSE_FLAGS := -fno-builtin -Wno-use-after-free -Wno-free-nonheap-object -Wno-array-bounds \
                      -Wno-missing-field-initializers
-HARD_BINS := $(HARD_DIR)/misuse $(HARD_DIR)/misuse-static $(HARD_DIR)/tunables_probe $(HARD_DIR)/limits
+HARD_BINS := $(HARD_DIR)/misuse $(HARD_DIR)/misuse-static $(HARD_DIR)/tunables_probe $(HARD_DIR)/limits \
+             $(HARD_DIR)/diag $(HARD_DIR)/diag-static $(HARD_DIR)/sandbox
 
 # plain: runs on glibc and under LD_PRELOAD
 $(HARD_DIR)/misuse: tests/hardening/misuse.c
@@ -26,6 +29,20 @@ $(HARD_DIR)/misuse: tests/hardening/misuse.c
 $(HARD_DIR)/misuse-static: tests/hardening/misuse.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(HARD_CFLAGS) $(HARD_MISUSE_FLAGS) -static -o $@ $< $(LIB_A) -lpthread
+
+# where diagnostics go: preloaded, and linked statically
+$(HARD_DIR)/diag: tests/hardening/diag.c
+	@mkdir -p $(dir $@)
+	$(CC) $(HARD_CFLAGS) -o $@ $< -lpthread
+
+$(HARD_DIR)/diag-static: tests/hardening/diag.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(HARD_CFLAGS) -static -o $@ $< $(LIB_A) -lpthread
+
+# a seccomp filter that makes madvise, mremap and mbind fail with EPERM
+$(HARD_DIR)/sandbox: tests/hardening/sandbox.c
+	@mkdir -p $(dir $@)
+	$(CC) $(HARD_CFLAGS) -o $@ $<
 
 # the test build: reads the environment as the library does, shows mp
 $(HARD_DIR)/tunables_probe: tests/hardening/tunables_probe.c $(LIB_TEST)
@@ -40,7 +57,8 @@ $(HARD_DIR)/limits: tests/hardening/limits.c include/hpmalloc.h $(LIB_SO)
 .PHONY: check-hardening hardening-bins
 hardening-bins: $(HARD_BINS)
 
-check-hardening: all $(HARD_BINS)
+# under the sandbox: the API tests and the stress test too
+check-hardening: all $(HARD_BINS) $(API_DIR)/api-static $(API_DIR)/api-plain $(INTEG_DIR)/stress
 	@BUILD=$(BUILD) bash tests/hardening/run.sh
 
 CHECK_TARGETS += check-hardening

@@ -81,6 +81,8 @@ const struct hp_tunable_desc hp_tunable_table[HP_T_COUNT] = {
   /* off: see malloc/prefault.c and bench/README.md for the measurement */
   [HP_T_PREFAULT] = { "hpmalloc.prefault", NULL, HP_TT_SIZE, 0, 1024, 0 },
   [HP_T_STATS] = { "hpmalloc.stats", "HPMALLOC_STATS", HP_TT_INT32, 0, 1, 0 },
+  /* a file name of 1 to 4095 bytes (PATH_MAX with its NUL) */
+  [HP_T_STATS_FILE] = { "hpmalloc.stats_file", "HPMALLOC_STATS", HP_TT_PATH, 1, 4095, 0 },
 };
 
 static const char glibc_prefix[] = "glibc.";
@@ -166,24 +168,38 @@ static inline int hp_in_range(const struct hp_tunable_desc *d, uint64_t v) {
   return v >= d->min && v <= d->max;
 }
 
-/* Parse value text for tunable `id` into *n.  Returns -1 if it is valid,
-   else why it is ignored (HP_TP_MALFORMED, HP_TP_RANGE).  */
-static int hp_value_problem(int id, const char *v, size_t len, uint64_t *n) {
-  if (!hp_parse_number(v, len, n)) return HP_TP_MALFORMED;
-  return hp_in_range(&hp_tunable_table[id], *n) ? -1 : HP_TP_RANGE;
+/* A path row's value: its length in range, and from an alias (ALIAS
+   non-zero) a '/' in it.  */
+static int hp_path_problem(const struct hp_tunable_desc *d, const char *v, size_t len, int alias, uint64_t *n) {
+  int slash = 0;
+  for (size_t i = 0; i < len; i++) slash |= v[i] == '/';
+  *n = len;
+  if (alias && !slash) return HP_TP_MALFORMED;
+  return len >= d->min && len <= d->max ? -1 : HP_TP_RANGE;
 }
 
-static void hp_store(struct hp_tunable_values *out, int id, uint64_t n) {
+/* Parse value text for tunable `id` into *n (a path row: its length).
+   ALIAS: the text is an env alias's value.  Returns -1 if it is valid,
+   else why it is ignored (HP_TP_MALFORMED, HP_TP_RANGE).  */
+static int hp_value_problem(int id, const char *v, size_t len, int alias, uint64_t *n) {
+  const struct hp_tunable_desc *d = &hp_tunable_table[id];
+  if (d->type == HP_TT_PATH) return hp_path_problem(d, v, len, alias, n);
+  if (!hp_parse_number(v, len, n)) return HP_TP_MALFORMED;
+  return hp_in_range(d, *n) ? -1 : HP_TP_RANGE;
+}
+
+static void hp_store(struct hp_tunable_values *out, int id, uint64_t n, const char *v) {
   out->val[id] = n;
+  if (hp_tunable_table[id].type == HP_TT_PATH) out->text[id] = v;
   out->set_mask |= (uint32_t)1 << id;
 }
 
-/* Parse value text for tunable `id` and store it if valid.  Returns 1 if
-   the value was taken, 0 if it was ignored.  */
-static int hp_set_from_text(struct hp_tunable_values *out, int id, const char *v, size_t len) {
+/* Parse an alias's value text for tunable `id` and store it if valid.
+   Returns 1 if the value was taken, 0 if it was ignored.  */
+static int hp_set_from_alias(struct hp_tunable_values *out, int id, const char *v, size_t len) {
   uint64_t n;
-  if (hp_value_problem(id, v, len, &n) >= 0) return 0;
-  hp_store(out, id, n);
+  if (hp_value_problem(id, v, len, 1, &n) >= 0) return 0;
+  hp_store(out, id, n, v);
   return 1;
 }
 
@@ -277,9 +293,9 @@ static int hp_entry(struct hp_tunable_values *out, const char *s, size_t nlen, c
   else if (id < 0)
     is.suggest = hp_suggest(s, nlen);
   else {
-    int why = hp_value_problem(id, v, vlen, &n);
+    int why = hp_value_problem(id, v, vlen, 0, &n);
     if (why < 0) {
-      if (out != NULL) hp_store(out, id, n);
+      if (out != NULL) hp_store(out, id, n, v);
       return 0;
     }
     is.problem = (enum hp_tunable_problem)why;
@@ -328,23 +344,29 @@ static inline const char *hp_env_split(const char *e, size_t *nlen) {
   return e[n] == '=' ? e + n + 1 : NULL;
 }
 
-/* The alias row named e[0..nlen), or -1.  */
-static inline int hp_alias_lookup(const char *e, size_t nlen) {
-  for (int id = 0; id < HP_T_COUNT; id++) {
+/* The first row from `from` on whose alias is e[0..nlen), or -1.  */
+static inline int hp_alias_lookup(const char *e, size_t nlen, int from) {
+  for (int id = from; id < HP_T_COUNT; id++) {
     const char *a = hp_tunable_table[id].env_alias;
     if (a != NULL && hp_str_eq(a, e, nlen)) return id;
   }
   return -1;
 }
 
+/* An alias's value goes to the first of its rows that takes it.  */
 static void hp_apply_aliases(struct hp_tunable_values *out, char *const *envp) {
-  uint32_t seen = 0; /* aliases already taken from envp */
+  uint32_t seen = 0; /* aliases already taken from envp, by their first row */
   for (; *envp != NULL; envp++) {
     size_t nlen;
     const char *v = hp_env_split(*envp, &nlen);
-    int id = v != NULL ? hp_alias_lookup(*envp, nlen) : -1;
-    if (id < 0 || (seen & ((uint32_t)1 << id)) != 0) continue;
-    if (hp_set_from_text(out, id, v, hp_span_to(v, '\0'))) seen |= (uint32_t)1 << id;
+    int first = v != NULL ? hp_alias_lookup(*envp, nlen, 0) : -1;
+    if (first < 0 || (seen & ((uint32_t)1 << first)) != 0) continue;
+    for (int id = first; id >= 0; id = hp_alias_lookup(*envp, nlen, id + 1)) {
+      if (hp_set_from_alias(out, id, v, hp_span_to(v, '\0'))) {
+        seen |= (uint32_t)1 << first;
+        break;
+      }
+    }
   }
 }
 
@@ -366,10 +388,12 @@ int hp_tunables_check_env(char *const *envp, hp_tunable_report_fn *report, void 
       ignored += hp_tunables_check_string(v, report, ctx);
       continue;
     }
-    int id = hp_alias_lookup(*envp, nlen);
+    int id = hp_alias_lookup(*envp, nlen, 0);
     uint64_t n;
     size_t vlen = hp_span_to(v, '\0');
-    int why = id >= 0 ? hp_value_problem(id, v, vlen, &n) : -1;
+    int why = id >= 0 ? hp_value_problem(id, v, vlen, 1, &n) : -1;
+    for (int o = id; why >= 0 && (o = hp_alias_lookup(*envp, nlen, o + 1)) >= 0;)
+      if (hp_value_problem(o, v, vlen, 1, &n) < 0) why = -1; /* another row of the alias takes it */
     if (why < 0) continue;
     struct hp_tunable_issue is = { (enum hp_tunable_problem)why, 1, *envp, nlen + 1 + vlen, id, -1 };
     if (report != NULL) report(ctx, &is);
@@ -433,8 +457,22 @@ size_t hp_tunable_describe(const struct hp_tunable_issue *is, char *buf, size_t 
     }
     break;
   case HP_TP_NO_VALUE: hp_puts(&o, ": no value (expected NAME=VALUE)"); break;
-  case HP_TP_MALFORMED: hp_puts(&o, ": not a number (decimal, 0x hex or 0 octal)"); break;
+  case HP_TP_MALFORMED:
+    if (hp_tunable_table[is->id].type == HP_TT_PATH) {
+      hp_puts(&o, ": not a file name (one given here needs a '/')");
+      break;
+    }
+    hp_puts(&o, ": not a number (decimal, 0x hex or 0 octal)");
+    if (is->alias && hp_alias_lookup(is->text, hp_span_to(is->text, '='), is->id + 1) >= 0)
+      hp_puts(&o, ", nor a file name with a '/'");
+    break;
   case HP_TP_RANGE:
+    if (hp_tunable_table[is->id].type == HP_TT_PATH) {
+      hp_puts(&o, ": a file name must have 1 to ");
+      hp_put_num(&o, hp_tunable_table[is->id].max, 0);
+      hp_puts(&o, " bytes");
+      break;
+    }
     hp_puts(&o, ": out of range (");
     hp_put_range(&o, &hp_tunable_table[is->id]);
     hp_puts(&o, ")");
@@ -445,7 +483,10 @@ size_t hp_tunable_describe(const struct hp_tunable_issue *is, char *buf, size_t 
 
 void hp_tunables_parse(struct hp_tunable_values *out, const char *builtin, char *const *envp, int secure) {
   if (out == NULL) return;
-  for (int id = 0; id < HP_T_COUNT; id++) out->val[id] = hp_tunable_table[id].def;
+  for (int id = 0; id < HP_T_COUNT; id++) {
+    out->val[id] = hp_tunable_table[id].def;
+    out->text[id] = NULL;
+  }
   out->set_mask = 0;
   hp_tunables_apply_string(out, builtin);
   if (secure || envp == NULL) return;

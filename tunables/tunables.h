@@ -30,15 +30,21 @@ enum hp_tunable_id {
   HP_T_TCACHE_BYTES, /* hpmalloc.tcache_bytes: bytes one thread's cache may hold (its caps' sum) */
   HP_T_PREFAULT,     /* hpmalloc.prefault: huge pages a growing THP heap faults in ahead, off-thread */
   HP_T_STATS,        /* hpmalloc.stats  HPMALLOC_STATS: 1 = print the statistics at exit */
+  HP_T_STATS_FILE,   /* hpmalloc.stats_file  HPMALLOC_STATS (a value with a '/'): where diagnostics go */
   HP_T_COUNT
 };
 
-enum hp_tunable_type { HP_TT_INT32, HP_TT_SIZE };
+/* HP_TT_PATH: a file name, taken as text (min and max bound its length);
+   given through an env alias it must contain a '/', so that the alias can
+   also carry a number for another row (HPMALLOC_STATS=1 is the flag,
+   HPMALLOC_STATS=./report the file).  */
+enum hp_tunable_type { HP_TT_INT32, HP_TT_SIZE, HP_TT_PATH };
 
 /* One row of the table.  */
 struct hp_tunable_desc {
   const char *name;      /* full name, e.g. "glibc.malloc.top_pad" or "hpmalloc.verbose" */
-  const char *env_alias; /* e.g. "MALLOC_TOP_PAD_", or NULL */
+  const char *env_alias; /* e.g. "MALLOC_TOP_PAD_", or NULL; two rows may share one (the first
+                            whose type takes the value gets it) */
   enum hp_tunable_type type;
   uint64_t min, max; /* inclusive range; a value outside it is ignored */
   uint64_t def;      /* default when not set */
@@ -47,9 +53,13 @@ struct hp_tunable_desc {
 extern const struct hp_tunable_desc hp_tunable_table[HP_T_COUNT];
 
 /* Values after parsing.  set_mask bit (1u << id) says the value was given
-   (by the built-in defaults string, GLIBC_TUNABLES or an env alias).  */
+   (by the built-in defaults string, GLIBC_TUNABLES or an env alias).  A
+   HP_TT_PATH row's text is text[id], val[id] bytes long and not
+   NUL-terminated (it points into the string it was parsed from, which a
+   GLIBC_TUNABLES entry ends with ':'); NULL when not given.  */
 struct hp_tunable_values {
   uint64_t val[HP_T_COUNT];
+  const char *text[HP_T_COUNT];
   uint32_t set_mask;
 };
 
@@ -81,8 +91,8 @@ int hp_tunable_lookup(const char *name, size_t len);
 enum hp_tunable_problem {
   HP_TP_UNKNOWN,   /* no such malloc tunable (glibc's other namespaces, glibc.cpu.* ..., are not checked) */
   HP_TP_NO_VALUE,  /* a name without "=value" */
-  HP_TP_MALFORMED, /* the value is not one number */
-  HP_TP_RANGE,     /* a number outside the row's [min, max] */
+  HP_TP_MALFORMED, /* the value is not one number (a path row: an alias's value without a '/') */
+  HP_TP_RANGE,     /* a number outside the row's [min, max] (a path row: empty or too long) */
 };
 
 struct hp_tunable_issue {

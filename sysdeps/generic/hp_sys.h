@@ -100,8 +100,42 @@ unsigned hp_os_ncpus(void);
    failing (falls back to address and time entropy).  */
 void hp_os_random(void *buf, size_t n);
 
-/* Write a message to stderr with write(2): no stdio, no allocation.  */
+/* Write a message to stderr with write(2): no stdio, no allocation.  Only
+   the fatal path (check.c) writes to descriptor 2 unconditionally;
+   diagnostics go through malloc/diag.c, which checks it first.  */
 void hp_os_write_err(const char *s, size_t n);
+
+/* ---------------------------------------------------------------- diagnostics' output
+ * For malloc/diag.c: async-signal-safe system calls only (fstat, open,
+ * write, close, getpid, getcwd), no allocation, errno preserved.  */
+
+/* What an open descriptor refers to: its file's device, inode and type
+   (the S_IFMT bits of st_mode).  */
+struct hp_file_id {
+  uint64_t dev, ino;
+  unsigned type;
+};
+
+/* Fill *id for descriptor fd: 0, or -1 when fd is not open.  */
+int hp_os_file_id(int fd, struct hp_file_id *id);
+
+/* Open path for appending (O_WRONLY|O_CREAT|O_APPEND|O_CLOEXEC, mode 0644
+   before the umask): the descriptor, or -1.  */
+int hp_os_open_append(const char *path);
+
+/* Write all of s[0..n) to fd (retrying short writes and EINTR); gives up
+   silently on any other error.  */
+void hp_os_write_fd(int fd, const char *s, size_t n);
+
+/* Close fd.  */
+void hp_os_close(int fd);
+
+/* The calling process's id.  */
+int hp_os_pid(void);
+
+/* The current directory into buf[n], NUL-terminated: 0, or -1 when it
+   does not fit or cannot be read.  */
+int hp_os_cwd(char *buf, size_t n);
 
 /* Nanoseconds of CLOCK_MONOTONIC (0 if the clock cannot be read): for the
    statistics' costs of kernel calls.  Allocates nothing.  */
@@ -142,7 +176,12 @@ enum hp_census hp_os_huge_backed(struct hp_mem_range *r, size_t n);
 
 /* ---------------------------------------------------------------- probe */
 
-enum hp_thp_mode { HP_THP_UNSUPPORTED = 0, HP_THP_NEVER, HP_THP_MADVISE, HP_THP_ALWAYS };
+/* HP_THP_UNKNOWN: the kernel's files cannot be read (/sys not mounted, or
+   access denied), so nothing is known; the caller asks the system calls
+   (region.c's probes).  HP_THP_UNSUPPORTED: /sys/kernel/mm is there but
+   has no transparent_hugepage (a kernel without THP), or its enabled file
+   names no mode.  */
+enum hp_thp_mode { HP_THP_UNSUPPORTED = 0, HP_THP_NEVER, HP_THP_MADVISE, HP_THP_ALWAYS, HP_THP_UNKNOWN };
 enum hp_mmu { HP_MMU_UNKNOWN = 0, HP_MMU_PAGE_TABLE, HP_MMU_HASH, HP_MMU_RADIX };
 
 #define HP_MAX_HUGE_SIZES 8
@@ -152,11 +191,15 @@ struct hp_sysinfo {
   size_t base_page;                        /* base page size */
   enum hp_thp_mode thp;                    /* transparent_hugepage/enabled */
   size_t thp_pmd_size;                     /* transparent_hugepage/hpage_pmd_size; when THP is present
-                                              but that file is not, hp_arch_default_pmd(); 0 without THP */
+                                              or unknown but that file is not, hp_arch_default_pmd();
+                                              0 without THP */
   size_t hugetlb_default;                  /* Hugepagesize from /proc/meminfo, 0 if absent */
   size_t hugetlb_sizes[HP_MAX_HUGE_SIZES]; /* /sys/kernel/mm/hugepages/hugepages-*kB, ascending */
   size_t hugetlb_free[HP_MAX_HUGE_SIZES];  /* free_hugepages of each, in pages */
   unsigned n_hugetlb;
+  /* 1: the pools' directory and /sys/kernel/mm cannot be read, so
+     n_hugetlb == 0 says nothing (ask MAP_HUGETLB); 0: the list is the kernel's */
+  int hugetlb_unknown;
   enum hp_mmu mmu;  /* POWER: hash or radix; others: page table;
                                               unknown when /proc/cpuinfo is unreadable */
   int seg_1t;       /* POWER hash: 1 TiB segments available */

@@ -132,7 +132,7 @@ else
   as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
   nbase=$("${as_nobody[@]}" "$sd/plain" -e PATH=/usr/bin -- | params)
   control=$("${as_nobody[@]}" "$sd/plain" "${suid_env[@]}" -- 2>/dev/null | params)
-  sout=$("${as_nobody[@]}" "$sd/setuid" "${suid_env[@]}" -- 2>"$sd/err")
+  sout=$("${as_nobody[@]}" "$sd/setuid" "${suid_env[@]}" -e HPMALLOC_STATS="$sd/report" -- 2>"$sd/err")
   serr=$(cat "$sd/err")
   seen=$(sed -n 's/^seen=//p' <<<"$sout")
   sout=$(params <<<"$sout")
@@ -142,13 +142,97 @@ else
     bad "tunables, setuid: AT_SECURE is not set in the setuid copy: $sout"
   elif [ -z "$seen" ]; then
     skp "tunables, setuid: the loader removed every variable before hpmalloc could see it; nothing to test"
-  elif [ "$(sed 's/^secure=.*//' <<<"$sout")" = "$(sed 's/^secure=.*//' <<<"$nbase")" ] && [ -z "$serr" ]; then
-    ok "tunables, setuid run as nobody: AT_SECURE, the loader left ${seen%,} in the environment, hpmalloc took none of them (no start-up line either); the same settings change $(diff <(echo "$nbase") <(echo "$control") | grep -c '^>') parameters without setuid"
+  elif [ "$(sed 's/^secure=.*//' <<<"$sout")" = "$(sed 's/^secure=.*//' <<<"$nbase")" ] && [ -z "$serr" ] && [ ! -e "$sd/report" ]; then
+    ok "tunables, setuid run as nobody: AT_SECURE, the loader left ${seen%,} in the environment, hpmalloc took none of them (no start-up line, no HPMALLOC_STATS file either); the same settings change $(diff <(echo "$nbase") <(echo "$control") | grep -c '^>') parameters without setuid"
   else
     bad "tunables, setuid: the environment changed the allocator (saw ${seen%,}; stderr '$serr')"
     diff <(echo "$nbase") <(echo "$sout") | sed 's/^/      /'
   fi
   rm -rf "$sd"
+fi
+
+# --- where diagnostics go ----------------------------------------------------
+# The report at exit and the verbose lines go to the stderr the process
+# started with, only while descriptor 2 is still that file, or to the file
+# HPMALLOC_STATS=FILE / hpmalloc.stats_file names; never into a data file
+# the program opened on descriptor 2.
+dd=$(mktemp -d /tmp/hpmalloc-diag.XXXXXX)
+"$bin/diag" data "$dd/expected" || bad "diagnostics: the data program failed on glibc"
+for how in preload static; do
+  if [ $how = preload ]; then prog=("$bin/diag"); pre=(LD_PRELOAD="$lib"); else prog=("$bin/diag-static"); pre=(); fi
+  for m in 0 1 2; do
+    rm -f "$dd/data"
+    env "${pre[@]}" HPMALLOC_STATS=1 HPMALLOC_VERBOSE=1 GLIBC_TUNABLES=glibc.malloc.hugetlb=$m "${prog[@]}" data "$dd/data"
+    rc=$?
+    if [ $rc = 0 ] && cmp -s "$dd/expected" "$dd/data"; then
+      ok "diagnostics ($how, hugetlb=$m): stderr closed and a data file on descriptor 2: its $(stat -c %s "$dd/data") bytes intact"
+    else bad "diagnostics ($how, hugetlb=$m): exit $rc, data file $(stat -c %s "$dd/data" 2>/dev/null) bytes, $(cmp "$dd/expected" "$dd/data" 2>&1)"; fi
+  done
+  # stderr redirected to a file, kept: the report and the verbose line are there
+  env "${pre[@]}" HPMALLOC_STATS=1 HPMALLOC_VERBOSE=1 "${prog[@]}" work >"$dd/pid" 2>"$dd/err"; rc=$?
+  pid=$(cat "$dd/pid")
+  if [ $rc = 0 ] && grep -q "^hpmalloc .*: hugetlb mode 0" "$dd/err" && grep -q "statistics at exit of process $pid\$" "$dd/err" \
+     && grep -q '^total ' "$dd/err"; then ok "diagnostics ($how): stderr redirected to a file gets the verbose line and the report"
+  else bad "diagnostics ($how): stderr redirected to a file (exit $rc):"; sed 's/^/      /' "$dd/err"; fi
+  # stderr closed from the start: nothing written, nothing fails
+  env "${pre[@]}" HPMALLOC_STATS=1 HPMALLOC_VERBOSE=1 "${prog[@]}" work >/dev/null 2>&-; rc=$?
+  if [ $rc = 0 ]; then ok "diagnostics ($how): started with stderr closed, runs"; else bad "diagnostics ($how): stderr closed: exit $rc"; fi
+  # HPMALLOC_STATS=FILE with %p: one file per process, named by its pid
+  rm -f "$dd"/r.*
+  p1=$(env "${pre[@]}" HPMALLOC_STATS="$dd/r.%p" HPMALLOC_VERBOSE=1 "${prog[@]}" work 2>"$dd/err1")
+  p2=$(env "${pre[@]}" HPMALLOC_STATS="$dd/r.%p" "${prog[@]}" work 2>>"$dd/err1")
+  if [ -s "$dd/err1" ]; then bad "diagnostics ($how): HPMALLOC_STATS=FILE also wrote to stderr:"; sed 's/^/      /' "$dd/err1"
+  elif [ "$(ls "$dd" | grep -c '^r\.')" = 2 ] && grep -q "statistics at exit of process $p1\$" "$dd/r.$p1" \
+       && grep -q "^hpmalloc .*: hugetlb mode 0" "$dd/r.$p1" && grep -q "statistics at exit of process $p2\$" "$dd/r.$p2" \
+       && ! grep -q "^hpmalloc .*: hugetlb mode" "$dd/r.$p2" && grep -q '^total ' "$dd/r.$p2" \
+       && [ "$(stat -c %a "$dd/r.$p1")" = "$(printf '%o' $(( 0644 & ~0$(umask) )))" ]; then
+    ok "diagnostics ($how): HPMALLOC_STATS=$dd/r.%p: r.$p1 (verbose line and report) and r.$p2 (report), mode $(stat -c %a "$dd/r.$p1")"
+  else bad "diagnostics ($how): HPMALLOC_STATS=$dd/r.%p: $(ls "$dd")"; head -n 3 "$dd"/r.* | sed 's/^/      /'; fi
+  # appended: two runs, one file; a relative hpmalloc.stats_file is taken from the directory of start-up
+  rm -f "$dd/both"
+  (cd "$dd" && env "${pre[@]}" GLIBC_TUNABLES=hpmalloc.stats_file=both "${prog[@]}" work >/dev/null 2>&1) 
+  (cd "$dd" && env "${pre[@]}" HPMALLOC_STATS=./both "${prog[@]}" work >/dev/null 2>&1)
+  if [ "$(grep -c 'statistics at exit of process' "$dd/both" 2>/dev/null)" = 2 ]; then
+    ok "diagnostics ($how): hpmalloc.stats_file=both, then HPMALLOC_STATS=./both: two reports appended to one file"
+  else bad "diagnostics ($how): two runs appending to $dd/both: $(grep -c 'statistics at exit' "$dd/both" 2>&1)"; fi
+  # hpmalloc.stats=0 wins over a file
+  rm -f "$dd/none"
+  env "${pre[@]}" GLIBC_TUNABLES=hpmalloc.stats=0:hpmalloc.stats_file="$dd/none" "${prog[@]}" work >/dev/null 2>"$dd/err"
+  if [ ! -e "$dd/none" ] && [ ! -s "$dd/err" ]; then ok "diagnostics ($how): hpmalloc.stats=0 with a file: no report"
+  else bad "diagnostics ($how): hpmalloc.stats=0 with a file wrote a report"; fi
+done
+# a value that is neither 0/1 nor a name with a '/' creates no file, and the verbose line says why
+out=$(cd "$dd" && HPMALLOC_STATS=yes HPMALLOC_VERBOSE=1 LD_PRELOAD="$lib" "$bin/diag" work 2>&1 >/dev/null)
+if [ ! -e "$dd/yes" ] && grep -q "ignored HPMALLOC_STATS=yes: not a number .*, nor a file name with a '/'" <<<"$out"; then
+  ok "diagnostics: HPMALLOC_STATS=yes is ignored, with a verbose line saying why"
+else bad "diagnostics: HPMALLOC_STATS=yes: $out"; fi
+rm -rf "$dd"
+
+# --- a seccomp sandbox: madvise, mremap and mbind fail with EPERM -------------
+# Every mode still allocates correctly (the API tests, trim included, and
+# the stress test), and hpmalloc.verbose says once per kind what the
+# kernel refused.
+sandbox=$bin/sandbox
+api=$root/tests/api
+if ! "$sandbox" true 2>/dev/null; then
+  skp "sandbox: a seccomp filter cannot be installed here: $("$sandbox" true 2>&1)"
+else
+  for m in 0 1 2; do
+    gt=glibc.malloc.hugetlb=$m
+    want="api: 33 passed, 0 failed" run "sandbox (no madvise, mremap, mbind), hugetlb=$m: the API tests, linked statically" \
+      env GLIBC_TUNABLES=$gt "$sandbox" "$api/api-static"
+    want="passed, 0 failed" run "sandbox, hugetlb=$m: the API tests, preloaded" \
+      env GLIBC_TUNABLES=$gt LD_PRELOAD="$lib" "$sandbox" "$api/api-plain"
+    want="stress: 1 passed, 0 failed" run "sandbox, hugetlb=$m: the stress test (threads, fork, realloc, trim), 2 s" \
+      env GLIBC_TUNABLES=$gt HPT_REQUIRE_HPMALLOC=1 LD_PRELOAD="$lib" "$sandbox" "$root/tests/integration/stress" 2
+    out=$(GLIBC_TUNABLES=$gt HPMALLOC_VERBOSE=1 LD_PRELOAD="$lib" "$sandbox" "$bin/diag" work 2>&1 >/dev/null); rc=$?
+    refusals=$(grep 'refused (EPERM)' <<<"$out")
+    case $m in 0) need='mremap refused' ;; 1) need='MADV_HUGEPAGE) refused' ;; 2) need='MADV_POPULATE_WRITE) refused' ;; esac
+    if [ $m = 2 ] && ! grep -q 'hugetlb mode 2' <<<"$out"; then need='MADV_HUGEPAGE) refused'; fi # no hugetlb page size: THP
+    if [ $rc = 0 ] && grep -q "$need" <<<"$refusals" && [ -z "$(sed 's/ (EPERM).*//' <<<"$refusals" | sort | uniq -d)" ]; then
+      ok "sandbox, hugetlb=$m: hpmalloc.verbose says once per kind what was refused: $(sed 's/^hpmalloc: //; s/ (EPERM).*//' <<<"$refusals" | paste -sd, -)"
+    else bad "sandbox, hugetlb=$m: wanted one '$need' line, one line per kind (exit $rc):"; sed 's/^/      /' <<<"$out"; fi
+  done
 fi
 
 # --- address-space limit ----------------------------------------------------

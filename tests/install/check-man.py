@@ -97,7 +97,7 @@ def c_value(expr):
 
 
 def hpmalloc_checks(src, text):
-    table = re.findall(r'\[HP_T_\w+\]\s*=\s*\{\s*"([\w.]+)",\s*(NULL|"(\w+)"),\s*HP_TT_\w+,\s*([^,]+),\s*([^,]+),\s*([^}]+?)\s*\}',
+    table = re.findall(r'\[HP_T_\w+\]\s*=\s*\{\s*"([\w.]+)",\s*(NULL|"(\w+)"),\s*HP_TT_(\w+),\s*([^,]+),\s*([^,]+),\s*([^}]+?)\s*\}',
                        read(f"{src}/tunables/tunables.c"))
     check(len(table) >= 16, f"tunables.c: {len(table)} tunables read from the table")
     # Each tunable's paragraph: from its heading line to the next tunable's.
@@ -108,7 +108,7 @@ def hpmalloc_checks(src, text):
         if m:
             heads[m.group(1)] = (i, m.group(3))
     order = sorted(heads.values())
-    for name, _, alias, lo, hi, default in table:
+    for name, _, alias, kind, lo, hi, default in table:
         if name not in heads:
             check(False, f"hpmalloc(7) has a paragraph for {name}")
             continue
@@ -117,6 +117,8 @@ def hpmalloc_checks(src, text):
         para = " ".join(lines[start + 1:end])
         want_range = f"{c_value(lo)} to {c_value(hi)}"
         want_def = f"default {c_value(default)}"
+        if kind == "PATH":  # a file name: min and max bound its length, no default name
+            want_range, want_def = f"{want_range} bytes", "default none"
         ok = man_alias == (alias or None) and want_range in para and re.search(re.escape(want_def) + r"\b", para)
         check(bool(ok), f"hpmalloc(7) {name}: alias {alias or 'none'}, {want_range}, {want_def}"
               + ("" if ok else f" (page: alias {man_alias}; {para[:200]!r})"))

@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include "hpmalloc.h"
+#include "params.h"
+#include "tunables.h"
 #include "hpt_api.h"
 #include "arena.h"
 #include "prefault.h"
@@ -935,7 +937,8 @@ Test(region, discard_gives_back_whole_pages_inside) {
   cr_assert_not(region_discard(&r, b + MiB, b + 3 * MiB), "no whole huge page inside");
   cr_assert_eq(fk.n, n0 + 1, "and no call for it");
   fk.dontneed_fails = true;
-  cr_assert_not(region_discard(&r, b, b + 4 * MiB), "the kernel refused");
+  script_maps(1, (uintptr_t[]){ FAIL_MAP });
+  cr_assert_not(region_discard(&r, b, b + 4 * MiB), "the kernel refused DONTNEED and the fresh mapping");
 }
 
 Test(region, discard_keeps_hugetlb_pages) {
@@ -1302,4 +1305,145 @@ Test(region, live_thp_region_gets_huge_pages) {
   long kb = anon_huge_kb((uintptr_t)r.base, (uintptr_t)r.base + 4 * MiB);
   cr_assert_geq(kb, 2048, "AnonHugePages %ld kB in the committed 4 MiB", kb);
   region_release(&r);
+}
+
+/* ================================================================ refused calls (seccomp) */
+
+/* MADV_DONTNEED refused (EINVAL here; EPERM under a seccomp filter): the
+   pages go back by a fresh inaccessible mapping over them, and only then
+   does the region count them as given back.  */
+Test(region, decommit_dontneed_refused_maps_fresh_pages) {
+  fake_kernel(0, 0, 0);
+  struct region r;
+  cr_assert_eq(region_reserve(&r, MiB, 0, HP_REGION_BASE), 0);
+  cr_assert_eq(region_commit(&r, 64 * KiB), 0);
+  fk.dontneed_fails = true;
+  size_t n0 = fk.n;
+  region_decommit(&r, 8192);
+  cr_assert_eq(r.committed, 8192);
+  expect_call(n0, OP_ADVISE, (uintptr_t)r.base + 8192, 64 * KiB - 8192, HP_ADV_DONTNEED);
+  expect_call(n0 + 1, OP_MAP, (uintptr_t)r.base + 8192, 64 * KiB - 8192, HP_PROT_NONE);
+  cr_assert_eq(fk.calls[n0 + 1].flags, HP_MAP_FIXED);
+  cr_assert_eq(fk.n, n0 + 2, "no mprotect: the fresh pages are inaccessible already");
+}
+
+Test(region, decommit_refused_and_remap_failing_keeps_committed) {
+  fake_kernel(0, 0, 0);
+  struct region r;
+  cr_assert_eq(region_reserve(&r, MiB, 0, HP_REGION_BASE), 0);
+  cr_assert_eq(region_commit(&r, 64 * KiB), 0);
+  fk.dontneed_fails = true;
+  script_maps(1, (uintptr_t[]){ FAIL_MAP });
+  errno = 1234;
+  region_decommit(&r, 0);
+  cr_assert_eq(r.committed, 64 * KiB, "the bytes are still there: they stay committed and counted");
+  cr_assert_eq(count_calls(OP_PROTECT, HP_PROT_NONE), 0);
+  cr_assert_eq(errno, 1234);
+}
+
+Test(region, decommit_refused_on_thp_advises_the_fresh_pages) {
+  fake_kernel(1, 2 * MiB, 0);
+  struct region r;
+  cr_assert_eq(region_reserve(&r, 8 * MiB, 0, HP_REGION_THP), 0);
+  r.lazy = false;
+  cr_assert_eq(region_commit(&r, 8 * MiB), 0);
+  fk.dontneed_fails = true;
+  size_t n0 = fk.n;
+  region_decommit(&r, 4 * MiB);
+  cr_assert_eq(r.committed, 4 * MiB);
+  expect_call(n0 + 1, OP_MAP, (uintptr_t)r.base + 4 * MiB, 4 * MiB, HP_PROT_NONE);
+  expect_call(n0 + 2, OP_ADVISE, (uintptr_t)r.base + 4 * MiB, 4 * MiB, HP_ADV_HUGEPAGE);
+}
+
+Test(region, discard_refused_maps_fresh_pages_or_reports_nothing_released) {
+  fake_kernel(0, 0, 0);
+  struct region r;
+  cr_assert_eq(region_reserve(&r, MiB, 0, HP_REGION_BASE), 0);
+  cr_assert_eq(region_commit(&r, 64 * KiB), 0);
+  fk.dontneed_fails = true;
+  uintptr_t b = (uintptr_t)r.base;
+  size_t n0 = fk.n;
+  cr_assert(region_discard(&r, b + 100, b + 5 * 4096 + 7));
+  expect_call(n0 + 1, OP_MAP, b + 4096, 4 * 4096, HP_PROT_RW);
+  cr_assert_eq(fk.calls[n0 + 1].flags, HP_MAP_FIXED);
+  script_maps(1, (uintptr_t[]){ FAIL_MAP });
+  cr_assert_not(region_discard(&r, b + 100, b + 5 * 4096 + 7), "nothing went back: not counted as released");
+  cr_assert_eq(r.committed, 64 * KiB);
+}
+
+/* ---------------------------------------------------------------- asking the kernel when /sys is unreadable */
+
+Test(region, probe_thp_advises_a_probe_mapping) {
+  fake_kernel(0, 0, 0);
+  errno = 77;
+  cr_assert_eq(region_probe_thp(4096), 0);
+  cr_assert_eq(count_calls(OP_ADVISE, HP_ADV_HUGEPAGE), 1);
+  cr_assert_eq(count_calls(OP_UNMAP, -1), 1, "the probe mapping goes again");
+  fk.refuse_hugepage = true;
+  cr_assert_eq(region_probe_thp(4096), EINVAL);
+  cr_assert_eq(count_calls(OP_UNMAP, -1), 2);
+  cr_assert_eq(errno, 77);
+}
+
+Test(region, probe_hugetlb_maps_one_page_of_the_size) {
+  fake_kernel(0, 0, 0);
+  cr_assert_eq(region_probe_hugetlb(GiB), 0);
+  expect_call(0, OP_MAP, 0, GiB, HP_PROT_RW);
+  cr_assert_eq(fk.calls[0].flags, HP_MAP_HUGETLB | HP_MAP_NORESERVE);
+  cr_assert_eq(fk.calls[0].huge, GiB);
+  cr_assert_eq(count_calls(OP_UNMAP, -1), 1);
+  fk.hugetlb_fail_all = true;
+  cr_assert_eq(region_probe_hugetlb(2 * MiB), ENOMEM);
+}
+
+/* Start-up with /sys unreadable: mode 1 asks MADV_HUGEPAGE, mode 2
+   MAP_HUGETLB; the answers decide, and the reason says so.  */
+static const struct region_policy *resolve_with_unknown_sys(const char *tunables) {
+  hp_sysinfo.thp = HP_THP_UNKNOWN;
+  hp_sysinfo.thp_pmd_size = 2 * MiB;
+  hp_sysinfo.hugetlb_unknown = 1;
+  hp_sysinfo.n_hugetlb = 0;
+  hp_sysinfo.hugetlb_default = 0;
+  struct hp_tunable_values tv;
+  hp_tunables_parse(&tv, tunables, NULL, 0);
+  hp_apply_tunables(&tv);
+  return region_get_policy();
+}
+
+Test(region, unknown_sys_thp_accepted) {
+  fake_kernel(0, 0, 0);
+  const struct region_policy *p = resolve_with_unknown_sys("glibc.malloc.hugetlb=1");
+  cr_assert_eq(p->mode, 1);
+  cr_assert_eq(p->thp_size, 2 * MiB);
+  cr_assert(strstr(mp.mode_reason, "/sys unreadable") != NULL, "%s", mp.mode_reason);
+  cr_assert_eq(count_calls(OP_ADVISE, HP_ADV_HUGEPAGE), 1);
+}
+
+Test(region, unknown_sys_thp_refused_is_off) {
+  fake_kernel(0, 0, 0);
+  fk.refuse_hugepage = true;
+  const struct region_policy *p = resolve_with_unknown_sys("glibc.malloc.hugetlb=1");
+  cr_assert_eq(p->mode, 0);
+  cr_assert(strstr(mp.mode_reason, "EINVAL: no THP") != NULL, "%s", mp.mode_reason);
+}
+
+Test(region, unknown_sys_mode_zero_asks_nothing) {
+  fake_kernel(0, 0, 0);
+  cr_assert_eq(resolve_with_unknown_sys("glibc.malloc.hugetlb=0")->mode, 0);
+  cr_assert_eq(fk.n, 0, "no probe in mode 0");
+}
+
+Test(region, unknown_sys_hugetlb_by_map_hugetlb) {
+  fake_kernel(0, 0, 0);
+  const struct region_policy *p = resolve_with_unknown_sys("glibc.malloc.hugetlb=2");
+  cr_assert_eq(p->mode, 2);
+  cr_assert_eq(p->hugetlb_size, 2 * MiB, "the architecture's PMD size");
+  cr_assert(strstr(mp.mode_reason, "MAP_HUGETLB") != NULL, "%s", mp.mode_reason);
+  fake_kernel(0, 0, 0);
+  fk.hugetlb_fail_all = true;
+  p = resolve_with_unknown_sys("glibc.malloc.hugetlb=2");
+  cr_assert_eq(p->mode, 1, "no hugetlb pages: THP, which the kernel accepted");
+  p = resolve_with_unknown_sys("glibc.malloc.hugetlb=1073741824");
+  cr_assert_eq(p->mode, 0);
+  cr_assert(strstr(mp.mode_reason, "refused") != NULL, "%s", mp.mode_reason);
 }

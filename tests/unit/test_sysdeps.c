@@ -352,7 +352,7 @@ Test (probe, live)
   cr_assert_eq (si.base_page, (size_t) sysconf (_SC_PAGESIZE));
   if (strcmp (hp_arch_name (), "x86_64") == 0)
     cr_assert_eq (si.base_page, 4096);
-  cr_assert (si.thp >= HP_THP_UNSUPPORTED && si.thp <= HP_THP_ALWAYS, "thp %d", (int) si.thp);
+  cr_assert (si.thp >= HP_THP_UNSUPPORTED && si.thp <= HP_THP_UNKNOWN, "thp %d", (int) si.thp);
   if (stat ("/sys/kernel/mm/transparent_hugepage/enabled", &st) == 0)
     {
       cr_assert_neq (si.thp, HP_THP_UNSUPPORTED);
@@ -376,8 +376,10 @@ Test (probe, missing_root)
 
   hp_sys_probe_root (&si, "/nonexistent/hpmalloc-root", 0);
   cr_assert_eq (si.base_page, hp_os_page_size ());
-  cr_assert_eq (si.thp, HP_THP_UNSUPPORTED);
-  cr_assert_eq (si.thp_pmd_size, 0);
+  /* no /sys at all: nothing is known, the system calls will be asked */
+  cr_assert_eq (si.thp, HP_THP_UNKNOWN);
+  cr_assert_eq (si.thp_pmd_size, hp_arch_default_pmd (&si), "the architecture's PMD, as a candidate");
+  cr_assert_eq (si.hugetlb_unknown, 1);
   cr_assert_eq (si.hugetlb_default, 0);
   cr_assert_eq (si.n_hugetlb, 0);
   cr_assert_eq (si.mmu, HP_MMU_UNKNOWN);
@@ -394,8 +396,39 @@ Test (probe, root_too_long_for_paths)
   root[0] = '/';
   root[sizeof root - 1] = '\0';
   hp_sys_probe_root (&si, root, 0);
-  cr_assert_eq (si.thp, HP_THP_UNSUPPORTED);
+  cr_assert_eq (si.thp, HP_THP_UNKNOWN, "no file could be read");
   cr_assert_eq (si.n_hugetlb, 0);
+  cr_assert_eq (si.hugetlb_unknown, 1);
+}
+
+/* /sys/kernel/mm readable but without transparent_hugepage or hugepages:
+   a kernel without THP and hugetlbfs, which is known, not unknown.  */
+Test (probe, mm_without_thp_is_known)
+{
+  struct hp_sysinfo si;
+
+  probe_fixture ("no-thp", &si);
+  cr_assert_eq (si.thp, HP_THP_UNSUPPORTED);
+  cr_assert_eq (si.hugetlb_unknown, 0);
+}
+
+/* The enabled file there but unreadable (EACCES, not as root): unknown.
+   As root every file is readable, so this runs only for other users.  */
+Test (probe, enabled_unreadable_is_unknown)
+{
+  char root[256];
+  struct hp_sysinfo si;
+
+  if (geteuid () == 0)
+    cr_skip_test ("root reads a mode-000 file");
+  tmp_root (root, sizeof root);
+  put (root, "/sys/kernel/mm/transparent_hugepage/enabled", "always [madvise] never\n");
+  char path[512];
+  snprintf (path, sizeof path, "%s/sys/kernel/mm/transparent_hugepage/enabled", root);
+  chmod (path, 0);
+  hp_sys_probe_root (&si, root, 4096);
+  cr_assert_eq (si.thp, HP_THP_UNKNOWN);
+  rm_tree (root);
 }
 
 Test (probe, garbage_files)

@@ -99,8 +99,10 @@ Test (tunables, table_ranges)
       const struct hp_tunable_desc *d = &hp_tunable_table[id];
       cr_assert_not_null (d->name, "row %d has no name", id);
       cr_expect_leq (d->min, d->max, "%s", d->name);
-      /* arena_max's default 0 means "automatic" and cannot be set.  */
-      if (id != HP_T_ARENA_MAX)
+      /* arena_max's default 0 means "automatic" and cannot be set; a
+         path row's min and max bound the name's length, its default 0
+         is no name.  */
+      if (id != HP_T_ARENA_MAX && d->type != HP_TT_PATH)
         cr_expect (d->def >= d->min && d->def <= d->max, "%s", d->name);
       cr_expect (strncmp (d->name, "glibc.malloc.", 13) == 0
                  || strncmp (d->name, "hpmalloc.", 9) == 0, "%s", d->name);
@@ -151,8 +153,8 @@ Test (tunables, every_alias_sets_its_tunable)
   for (int id = 0; id < HP_T_COUNT; id++)
     {
       const struct hp_tunable_desc *d = &hp_tunable_table[id];
-      if (d->env_alias == NULL)
-        continue;
+      if (d->env_alias == NULL || d->type == HP_TT_PATH)
+        continue; /* a path row: stats_file_from_alias_or_tunable */
       uint64_t want = d->def != d->max ? d->max : d->min;
       char buf[96];
       snprintf (buf, sizeof buf, "%s=%llu", d->env_alias,
@@ -166,6 +168,44 @@ Test (tunables, every_alias_sets_its_tunable)
   cr_expect_eq (n, 10, "MALLOC_{CHECK,TOP_PAD,PERTURB,MMAP_THRESHOLD,"
                 "TRIM_THRESHOLD,MMAP_MAX}_, MALLOC_ARENA_{MAX,TEST}, "
                 "HPMALLOC_VERBOSE, HPMALLOC_STATS");
+}
+
+/* HPMALLOC_STATS is the flag when its value is a number, the file when
+   it has a '/', ignored otherwise; hpmalloc.stats_file takes any name.  */
+Test (tunables, stats_file_from_alias_or_tunable)
+{
+  char *flag[] = { "HPMALLOC_STATS=1", NULL };
+  struct hp_tunable_values v = parse_env (NULL, flag, 0);
+  cr_expect_eq (v.val[HP_T_STATS], 1);
+  expect_defaults_except (&v, bit (HP_T_STATS));
+
+  char *file[] = { "HPMALLOC_STATS=/tmp/r.%p", NULL };
+  v = parse_env (NULL, file, 0);
+  cr_expect_eq (v.val[HP_T_STATS_FILE], 9);
+  cr_expect (v.text[HP_T_STATS_FILE] == file[0] + 15);
+  cr_expect_eq (v.val[HP_T_STATS], 0);
+  expect_defaults_except (&v, bit (HP_T_STATS_FILE));
+
+  char *neither[] = { "HPMALLOC_STATS=yes", "HPMALLOC_STATS=2", NULL };
+  v = parse_env (NULL, neither, 0);
+  expect_defaults_except (&v, 0);
+
+  /* the first valid occurrence of the variable counts, whichever row took it */
+  char *twice[] = { "HPMALLOC_STATS=./a", "HPMALLOC_STATS=1", NULL };
+  v = parse_env (NULL, twice, 0);
+  expect_defaults_except (&v, bit (HP_T_STATS_FILE));
+
+  v = parse_gt ("hpmalloc.stats_file=report:glibc.malloc.mxfast=0");
+  cr_expect_eq (v.val[HP_T_STATS_FILE], 6);
+  cr_expect (strncmp (v.text[HP_T_STATS_FILE], "report:", 7) == 0);
+  expect_defaults_except (&v, bit (HP_T_STATS_FILE) | bit (HP_T_MXFAST));
+
+  v = parse_gt ("hpmalloc.stats_file=");
+  expect_defaults_except (&v, 0);
+  char *secure[] = { "HPMALLOC_STATS=/tmp/x", "GLIBC_TUNABLES=hpmalloc.stats_file=/tmp/y", NULL };
+  v = parse_env (NULL, secure, 1);
+  expect_defaults_except (&v, 0);
+  cr_expect_null (v.text[HP_T_STATS_FILE]);
 }
 
 Test (tunables, alias_names_exact)
@@ -689,6 +729,17 @@ Test (check, environment)
                     "malloc.mxfast=999: out of range (0 to 160)\n");
   cr_expect_eq (c.last.alias, 0);
   cr_expect_eq (hp_tunables_check_env (NULL, collect, &c), 0);
+}
+
+Test (check, stats_file)
+{
+  char *env[] = { "HPMALLOC_STATS=1", "HPMALLOC_STATS=/tmp/r", "HPMALLOC_STATS=yes",
+                  "GLIBC_TUNABLES=hpmalloc.stats_file=:hpmalloc.stats_file=r.%p", NULL };
+  struct issues c = { 0 };
+  cr_expect_eq (hp_tunables_check_env (env, collect, &c), 2);
+  cr_expect_str_eq (c.text,
+                    "HPMALLOC_STATS=yes: not a number (decimal, 0x hex or 0 octal), nor a file name with a '/'\n"
+                    "hpmalloc.stats_file=: a file name must have 1 to 4095 bytes\n");
 }
 
 Test (check, describe_cuts_to_fit)

@@ -10,11 +10,18 @@
  *
  * What is read, and what a missing or unparsable file leaves:
  *   sys/kernel/mm/transparent_hugepage/enabled     thp = HP_THP_UNSUPPORTED
+ *                                 when sys/kernel/mm is there (the kernel has
+ *                                 no THP), HP_THP_UNKNOWN when it is not or
+ *                                 the file cannot be read (no /sys mounted,
+ *                                 access denied: an initramfs, a chroot)
  *   sys/kernel/mm/transparent_hugepage/hpage_pmd_size
- *                                 hp_arch_default_pmd() if THP is present
+ *                                 hp_arch_default_pmd() if THP is present or
+ *                                 unknown
  *   proc/meminfo (Hugepagesize:)                   hugetlb_default = 0
  *   sys/kernel/mm/hugepages/hugepages-<N>kB/free_hugepages
- *                                 no such size / free = 0
+ *                                 no such size / free = 0; the directory
+ *                                 unreadable and sys/kernel/mm too:
+ *                                 hugetlb_unknown = 1
  *   proc/cpuinfo (POWER: "cpu", "MMU")             mmu inferred, see probe_mmu
  *   proc/device-tree/cpus/<any>/ibm,processor-segment-sizes
  *                                 seg_1t inferred, see probe_seg_1t
@@ -22,12 +29,14 @@
  */
 #include "hp_linux.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #define PROBE_PATH_MAX 512
+#define MM_DIR "/sys/kernel/mm"
 #define THP_DIR "/sys/kernel/mm/transparent_hugepage"
 #define POOLS_DIR "/sys/kernel/mm/hugepages"
 #define CPUS_DT_DIR "/proc/device-tree/cpus"
@@ -122,16 +131,35 @@ static size_t probe_base_page(const char *root, size_t base_page) {
   return hp_os_page_size();
 }
 
+/* Can <root>/sys/kernel/mm be opened?  When it cannot, /sys is not
+   mounted (or hidden), and a file missing under it says nothing about the
+   kernel.  */
+static int mm_dir_readable(const char *root) {
+  char path[PROBE_PATH_MAX];
+  int fd;
+
+  if (path_join(path, root, MM_DIR, NULL, NULL) != 0) return 0;
+  fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  close(fd);
+  return 1;
+}
+
 /* thp and the raw hpage_pmd_size (0 when missing or not a power of two above
-   the base page).  */
+   the base page).  An enabled file that is missing where /sys/kernel/mm is
+   readable means a kernel without THP; one that cannot be read otherwise
+   means nothing is known.  */
 static void probe_thp(const char *root, struct hp_sysinfo *si) {
   char path[PROBE_PATH_MAX], buf[256];
   uint64_t v;
 
   si->thp = HP_THP_UNSUPPORTED;
   si->thp_pmd_size = 0;
-  if (path_join(path, root, THP_DIR, "/enabled", NULL) == 0 && hp_linux_read_file(path, buf, sizeof buf) > 0)
+  bool named = path_join(path, root, THP_DIR, "/enabled", NULL) == 0;
+  if (named && hp_linux_read_file(path, buf, sizeof buf) > 0)
     si->thp = hp_linux_parse_thp(buf);
+  else if (!named || errno != ENOENT || !mm_dir_readable(root))
+    si->thp = HP_THP_UNKNOWN;
   if (path_join(path, root, THP_DIR, "/hpage_pmd_size", NULL) == 0 && read_u64_file(path, &v) == 0 && is_pow2(v) &&
       v > si->base_page)
     si->thp_pmd_size = (size_t)v;
@@ -213,7 +241,9 @@ static void probe_pools(const char *root, struct hp_sysinfo *si) {
   struct pools_scan ps = { dir, si };
 
   si->n_hugetlb = 0;
-  if (path_join(dir, root, POOLS_DIR, NULL, NULL) == 0) for_each_entry(dir, pool_entry, &ps);
+  si->hugetlb_unknown = 0;
+  if (path_join(dir, root, POOLS_DIR, NULL, NULL) != 0 || for_each_entry(dir, pool_entry, &ps) != 0)
+    si->hugetlb_unknown = !mm_dir_readable(root);
 }
 
 static int has_pool(const struct hp_sysinfo *si, size_t size) {
