@@ -16,8 +16,9 @@ case "$what" in
   # hpm record --stacks unwinds with libunwind8 (opened at run time),
   # hpm analyze --stacks names frames with binutils' addr2line, and
   # check-hpm renders the flame graph with librsvg2-bin's rsvg-convert.
+  # musl-tools (musl-gcc) builds and tests the musl library (check-musl).
   check) pkgs="gcc make pkg-config libcriterion-dev valgrind glibc-source xz-utils python3 perl coreutils
-               scdoc man-db dpkg-dev debhelper lintian libunwind8 binutils librsvg2-bin" ;;
+               scdoc man-db dpkg-dev debhelper lintian libunwind8 binutils librsvg2-bin musl-tools" ;;
   deb) pkgs="gcc make dpkg-dev debhelper scdoc lintian valgrind" ;;
   demo) pkgs="gcc make" ;;
   bench) pkgs="libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev 7zip xz-utils hyperfine sqlite3 python3 redis-tools" ;;

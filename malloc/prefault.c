@@ -25,6 +25,12 @@
 
 enum { QUEUE = 32, HELPER_STACK = 64 * 1024 };
 
+/* Weak: a static program that starts no thread of its own does not link
+   glibc's thread machinery (78 KB of a stripped static binary) for a
+   helper that is off by default; there the helper is never started and
+   requests are dropped, as when pthread_create fails.  */
+extern __typeof__(pthread_create) pthread_create __attribute__((weak));
+
 struct prefault_counters prefault_counters;
 
 /* Guarded by qlock.  */
@@ -96,7 +102,7 @@ static void *helper(void *arg) {
 
 void prefault_start(void) {
   int wanted = 1;
-  if (!atomic_compare_exchange_strong(&state, &wanted, 2)) return;
+  if (!pthread_create || !atomic_compare_exchange_strong(&state, &wanted, 2)) return;
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old); /* the helper inherits it: no signal lands there */

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Run the API tests in every way hpmalloc is used:
 #   exports    nm -D of libhpmalloc.so lists only the API
+#   exports-static  nm -g --defined-only of libhpmalloc.a lists only the
+#              API, the same names as the shared library
 #   dyn        api-dyn, linked with -lhpmalloc (rpath)
 #   static     api-static, linked -static with libhpmalloc.a
+#   namesake   a static program defining every internal name of the library
 #   preload    api-plain under LD_PRELOAD=libhpmalloc.so, hugetlb 0, 1 and 2
 #   glibc      api-plain on glibc's own malloc: a check of the tests themselves
 # Usage: run-api.sh BUILD_DIR                              MIT licence.
@@ -49,9 +52,22 @@ run() {
 echo "--- api: exports"
 bash "$here/check-exports.sh" "$build/lib/libhpmalloc.so"
 record exports $?
+echo "--- api: exports-static"
+liba=$build/lib/libhpmalloc.a
+bash "$here/check-exports.sh" "$liba"
+rc=$?
+so_syms=$(nm -D --defined-only "$so" | awk '$2 != "A" { sub(/@.*/, "", $3); print $3 }' | sort -u)
+a_syms=$(nm -g --defined-only "$liba" | awk 'NF == 3 { print $3 }' | sort -u)
+if [ "$so_syms" != "$a_syms" ]; then
+  echo "api: libhpmalloc.so and libhpmalloc.a export different names:"
+  diff <(echo "$so_syms") <(echo "$a_syms") | grep '^[<>]'
+  rc=1
+fi
+record exports-static $rc
 
 run dyn HPT_REQUIRE_HPMALLOC=1 -- "$bin/api-dyn" api-dyn
 run static HPT_REQUIRE_HPMALLOC=1 -- "$bin/api-static" api-static
+run namesake -- "$bin/namesake"
 for mode in 0 1 2; do
   run "preload-hugetlb$mode" HPT_REQUIRE_HPMALLOC=1 LD_PRELOAD="$so" \
     GLIBC_TUNABLES=glibc.malloc.hugetlb=$mode HPT_XML_OUT="$tmp/info$mode.xml" -- "$bin/api-plain" "api-preload-hugetlb$mode"

@@ -64,7 +64,12 @@ static int holds(const uintptr_t *s, size_t n, uintptr_t lo, uintptr_t hi) {
 }
 
 static double stats_us(void) {
+#ifdef HPT_LINKED /* linked with hpmalloc (a static program has no dlsym) */
+  extern int hpmalloc_stats(void *, size_t);
+  int (*fn)(void *, size_t) = hpmalloc_stats;
+#else
   int (*fn)(void *, size_t) = (int (*)(void *, size_t))dlsym(RTLD_DEFAULT, "hpmalloc_stats");
+#endif
   char st[1024];
   if (!fn) return -1;
   struct timespec t0, t1;

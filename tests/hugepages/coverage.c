@@ -55,7 +55,12 @@ static int hugetlb_maps(void) {
 /* hpmalloc_stats through dlsym, so the program runs under any malloc.  */
 struct hp_stats_prefix { size_t version, in_use, mapped, heap, mmapped, free_, thp, hugetlb, fb_hugetlb, fb_thp, pad[16]; };
 static long fallbacks(void) {
+#ifdef HPT_LINKED /* linked with hpmalloc (a static program has no dlsym) */
+  extern int hpmalloc_stats(void *, size_t);
+  int (*fn)(void *, size_t) = hpmalloc_stats;
+#else
   int (*fn)(void *, size_t) = (int (*)(void *, size_t))dlsym(RTLD_DEFAULT, "hpmalloc_stats");
+#endif
   struct hp_stats_prefix st;
   if (!fn || fn(&st, sizeof st) != 0) return -1;
   return (long)st.fb_hugetlb;

@@ -17,9 +17,13 @@
 #     and 2; in mode 1 the parent reads its smaps_rollup from outside:
 #     >= 95% AnonHugePages; modes 0 and 2 allocate correctly.
 # Skips, with the reason, what this machine cannot do.
+# HPT_LINKED=1: the programs under $BUILD are linked with hpmalloc (the
+# musl suite's static ones) and run without LD_PRELOAD.
 set -u
 BUILD=${BUILD:-build}
 lib=$PWD/$BUILD/lib/libhpmalloc.so
+preload=(LD_PRELOAD="$lib")
+[ "${HPT_LINKED:-0}" = 1 ] && preload=()
 bin=$PWD/$BUILD/tests/hugepages/coverage
 pass=0; fail=0; skip=0
 ok()   { echo "PASS  $*"; pass=$((pass+1)); }
@@ -29,7 +33,7 @@ field() { sed -n "s/.*\b$1=\(-\?[0-9]*\).*/\1/p" <<<"$2"; }
 
 run() { # mode args...
   local mode=$1; shift
-  GLIBC_TUNABLES=glibc.malloc.hugetlb=$mode LD_PRELOAD=$lib "$bin" "$@"
+  env GLIBC_TUNABLES=glibc.malloc.hugetlb=$mode "${preload[@]}" "$bin" "$@"
 }
 
 # The statistics against smaps.  The report's "total" row: a 10-column
@@ -46,7 +50,7 @@ backed_bin=$PWD/$BUILD/tests/hugepages/backed
 stats_check() { # mode cell smaps-key tolerance-kb what
   local mode=$1 cell=$2 key=$3 tol=$4 what=$5 rep out
   rep=$(mktemp)
-  out=$(HPMALLOC_STATS=1 GLIBC_TUNABLES=glibc.malloc.hugetlb=$mode LD_PRELOAD=$lib "$backed_bin" 200 2 2>"$rep") ||
+  out=$(env HPMALLOC_STATS=1 GLIBC_TUNABLES=glibc.malloc.hugetlb=$mode "${preload[@]}" "$backed_bin" 200 2 2>"$rep") ||
     { bad "statistics hugetlb=$mode: exited $?"; rm -f "$rep"; return; }
   local kern rkb; kern=$(field "$key" "$out"); rkb=$(report_kb "$cell" "$(cat "$rep")")
   local d=$(( ${rkb:-0} - ${kern:-0} )); d=${d#-}
