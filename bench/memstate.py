@@ -1,4 +1,4 @@
-"""memstate.py: the memory state a benchmark run starts in (issue 12).  MIT licence.
+"""memstate.py: the memory state a benchmark run starts in.  MIT licence.
 
 In a VM whose balloon device has free-page reporting, memory that the
 guest freed is handed back to the host a few seconds later, and touching

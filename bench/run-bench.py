@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""run-bench.py: the allocator comparison behind `make bench` (issue 7).
+"""run-bench.py: the allocator comparison behind `make bench`.
 
     python3 bench/run-bench.py --build build [--quick] [--reps 3]
         [--contenders glibc-h0,hpm-h1,...] [--workloads small,graph-2t,...]
         [--tlb-states warm,cold] [--state warm] [--seed 1] [--seed-check]
-        [--out bench/results] [--pool-mb N]
+        [--out BUILD/bench/results] [--pool-mb N]
     python3 bench/run-bench.py --firsttouch [--mib 1024] [--reps 3]    (make bench-firsttouch)
 
 Every workload runs under every contender, interleaved (in each repetition
@@ -16,7 +16,10 @@ state its own tables, the other groups warm.  --seed-check runs the TLB
 group again with the next seed and says whether the rankings agree (a
 pair the passes order differently disagrees only when a pass separates it
 beyond its runs' spread: a bootstrap interval of their ratio).
-Writes OUT/latest.md (also printed), OUT/latest.json and OUT/latest.svg.
+Writes OUT/latest.md (also printed), OUT/latest.json and OUT/latest.svg;
+OUT is BUILD/bench/results unless --out names it (a result worth keeping
+is copied into bench/results by hand).  --quick is the short look: smaller
+sizes, one repetition, the TLB group warm only, no seed check and no 7zz.
 As root it raises the hugetlb pool for the hugetlb=2 and large-page
 contenders and restores it afterwards.  Measures; never asserts.
 Python 3 standard library only.  MIT licence.
@@ -334,7 +337,7 @@ def verdict(ok):
 
 
 def small_objects_goals(s, by, names, key, out):
-    """Issue 11's bounds, each hpmalloc mode against glibc h0: the small-object geometric mean >= 1.60x with
+    """The small-object bounds, each hpmalloc mode against glibc h0: the small-object geometric mean >= 1.60x with
     no workload below 1.00x; larson and xmalloc >= 2.00x; python3 at least as fast as jemalloc; peak RSS +
     hugetlb within 10% or 2 MB (the larger) of glibc's in the same hugetlb mode on every small workload."""
     def sp(w, c):
@@ -347,13 +350,13 @@ def small_objects_goals(s, by, names, key, out):
             continue
         if sp("python3", m) and sp("python3", "je"):
             x = sp("python3", m) / sp("python3", "je")
-            out.append("Issue 11, python3, %s at least as fast as jemalloc: %s (%sx jemalloc's speed)" % (
+            out.append("Speed bounds, python3, %s at least as fast as jemalloc: %s (%sx jemalloc's speed)" % (
                 m, verdict(x >= 1), fmt(x)))
         g = geomean([sp(w, m) for w in by["small"]])
         if g is None:
             continue
         below = ["%s %sx" % (w, fmt(sp(w, m))) for w in by["small"] if sp(w, m) and sp(w, m) < 1]
-        out.append("Issue 11, small objects, %s vs glibc h0: geometric mean %sx (goal >= 1.60x), none below 1.00x%s: "
+        out.append("Speed bounds, small objects, %s vs glibc h0: geometric mean %sx (goal >= 1.60x), none below 1.00x%s: "
                    "%s" % (m, fmt(g), " (below: %s)" % ", ".join(below) if below else "", verdict(g >= 1.6 and not below)))
         two = [(w, sp(w, m)) for w in ("larson", "xmalloc") if sp(w, m)]
         if two:
@@ -372,7 +375,7 @@ def small_objects_goals(s, by, names, key, out):
             m[-1], verdict(not over), "; over on " + ", ".join(over) if over else ""))
 
 
-# issue 12: the TLB workloads whose build phase (timed in the program) is held within 10% of jemalloc thp's
+# the TLB workloads whose build phase (timed in the program) is held within 10% of jemalloc thp's
 BUILD_GOAL_WORKLOADS = ("graph-1t", "graph-2t", "blocks-1m")
 
 
@@ -421,8 +424,8 @@ def goals(s, wls, conts, key="speedup"):
     if "hpm-h1" in names:
         faster_everywhere("hpm-h1", "h1", ("glibc-h1", "je-thp"))
         if "je-thp" in names and key == "speedup":
-            # issue 12: the build phase (timed in the program) within 10% of jemalloc thp's on the
-            # workloads the issue names; the others are shown, not judged
+            # the build phase (timed in the program) within 10% of jemalloc thp's on the
+            # workloads BUILD_GOAL_WORKLOADS names; the others are shown, not judged
             r = [(s[w]["hpm-h1"]["prog_build_s"] / s[w]["je-thp"]["prog_build_s"], w) for w in by["tlb"]
                  if s[w].get("hpm-h1", {}).get("prog_build_s") and s[w].get("je-thp", {}).get("prog_build_s")]
             judged = [(x, w) for x, w in r if w in BUILD_GOAL_WORKLOADS]
@@ -459,7 +462,7 @@ def goals(s, wls, conts, key="speedup"):
 
 
 STATE_TITLES = {"warm": "Warm state", "cold": "Cold state", "asis": "As the previous run left memory",
-                "unstated": "Memory state not controlled (runs recorded before issue 12)"}
+                "unstated": "Memory state not controlled (runs recorded before the memory states)"}
 GROUPS = (("small", "small objects"), ("tlb", "TLB-heavy"), ("real", "real programs"))
 
 
@@ -668,9 +671,9 @@ def state_tables(sec, conts):
     L.append("")
     L += table(mem_cell)
     L.append("")
-    L.append("### Goals (issues 7, 11 and 12), as measured in this state")
+    L.append("### Goals, as measured in this state")
     L.append("")
-    L.append("By wall time (the issue's measure):")
+    L.append("By wall time:")
     L.append("")
     L += ["- " + g if not g.startswith("  ") else "  - " + g.strip() for g in sec["goals"]]
     L.append("")
@@ -1054,21 +1057,22 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build")
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=None, help="repetitions (3; --quick: 1)")
     ap.add_argument("--contenders", default="")
     ap.add_argument("--workloads", default="", help="names or groups (small, tlb, real), comma-separated")
-    ap.add_argument("--out", default=os.path.join(TOP, "bench/results"))
+    ap.add_argument("--out", default=None, help="directory of the report (BUILD/bench/results)")
     ap.add_argument("--name", default=None, help="file names: NAME.md, NAME.json, NAME.svg (latest; firsttouch)")
     ap.add_argument("--pool-mb", type=int, default=0, help="hugetlb pool for the run (default 1024 quick, 4608 full)")
     ap.add_argument("--timeout", type=int, default=900)
-    ap.add_argument("--tlb-states", default="warm,cold",
-                    help="memory states the TLB group runs in, each its own tables: warm, cold, asis (warm,cold)")
+    ap.add_argument("--tlb-states", default=None,
+                    help="memory states the TLB group runs in, each its own tables: warm, cold, asis "
+                         "(warm,cold; --quick: warm)")
     ap.add_argument("--state", default="warm", help="memory state of the other groups (warm)")
     ap.add_argument("--seed-check", action="store_true",
                     help="run the TLB group again with seed + 1 and say whether the rankings agree")
     ap.add_argument("--rank-tolerance", type=float, default=0.05,
                     help="--seed-check: contenders within this fraction of each other are tied (0.05)")
-    ap.add_argument("--md", type=int, default=25, help="7zz b -mdN (25; the issue's table used 23: half the time)")
+    ap.add_argument("--md", type=int, default=25, help="7zz b -mdN (25; 23 takes half the time)")
     ap.add_argument("--render", metavar="JSON", help="measure nothing: write the md and svg again from a JSON result")
     ap.add_argument("--seed", type=int, default=1, help="seed of the shuffled orders (1)")
     ap.add_argument("--cold-settle", type=float, default=None, metavar="S",
@@ -1080,11 +1084,18 @@ def main():
                     help="--firsttouch: idle times (s) after a free for the THP curve ('' skips it)")
     a = ap.parse_args()
     a.name = a.name or ("firsttouch" if a.firsttouch else "latest")
+    a.out = a.out or os.path.join(TOP, a.build, "bench", "results")
+    a.reps = a.reps or (1 if a.quick else 3)
+    a.tlb_states = a.tlb_states or ("warm" if a.quick else "warm,cold")
     if a.render:
         return render(a)
     if a.firsttouch:
         return firsttouch(a)
     t_start = time.time()
+    if a.quick:
+        print("bench: QUICK: a short look, not a measurement to keep: sizes 5-10x smaller, %d repetition%s, "
+              "the TLB group %s only, %sno 7zz (its benchmark runs ~10 s per pass), no trace replays" % (
+                  a.reps, "" if a.reps == 1 else "s", a.tlb_states, "" if a.seed_check else "no seed check, "))
     launcher = os.path.join(TOP, a.build, "bench", "hpb-run")
     if not os.access(launcher, os.X_OK):
         sys.exit("bench: %s missing (make bench builds it)" % launcher)
@@ -1117,8 +1128,6 @@ def main():
         prep(tmp, w[3])
         ok.append(w)
     wls = ok
-    if a.quick:
-        print("bench: QUICK: 7zz skipped (its benchmark runs ~10 s per pass, whatever the size)")
     tlb_states = [x for x in a.tlb_states.split(",") if x]
     bad = [x for x in tlb_states + [a.state] if x not in memstate.STATES]
     if bad or not tlb_states:
@@ -1157,7 +1166,7 @@ def main():
         print("bench: interrupted; writing what was measured")
     finally:
         pool.restore()
-    hpm_note = hpm_replays(a.build)
+    hpm_note = ["trace replays skipped: QUICK."] if a.quick else hpm_replays(a.build)
     shutil.rmtree(tmp, ignore_errors=True)
     meta["loadavg_end"] = readf("/proc/loadavg")
     meta["duration_s"] = time.time() - t_start

@@ -22,7 +22,7 @@ PYTHONMALLOC=malloc with PYTHONHASHSEED=0 (make bench's python3 workload,
 at a quarter of its size); for the same builds the counts repeat on any
 machine, within about 0.1% from run to run (the environment's size moves
 the stack, and jemalloc draws part of its layout at random).  Writes
-bench/results/NAME.{md,json}.  Takes about 2.5 minutes per contender at
+OUT/NAME.{md,json}, OUT being BUILD/bench/results unless --out names it.  Takes about 2.5 minutes per contender at
 scale 0.25 (valgrind runs the program about 50x slower), --jobs of them
 at once.
 """
@@ -132,9 +132,10 @@ def main():
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                     help="contenders simulated at once (the counts do not depend on it; default: the CPUs)")
     ap.add_argument("--name", default="tlbsim")
-    ap.add_argument("--out", default=os.path.join(TOP, "bench", "results"))
+    ap.add_argument("--out", default=None, help="directory of the report (BUILD/bench/results)")
     ap.add_argument("cmd", nargs="*", help="a command to run instead of pyalloc.py (after --)")
     a = ap.parse_args()
+    a.out = a.out or os.path.join(TOP, a.build, "bench", "results")
     if not shutil.which("valgrind"):
         raise SystemExit("tlbsim: valgrind is not installed (Debian: apt-get install valgrind)")
     l1, l2 = geometry(a.l1, "l1"), geometry(a.l2, "l2")

@@ -1,17 +1,19 @@
-# make bench: the allocator comparison of issue 7 (not part of `make
-# check`: measured, never asserted).  bench/run-bench.py runs every
-# workload (bench/workloads/, bench/malloc-small.c, real programs) under
-# glibc hugetlb 0/1/2, hpmalloc 0/1/2, jemalloc (and thp:always), mimalloc
-# (and large pages) and tcmalloc, interleaved, through the launcher
+# make bench: the allocator comparison (not part of `make check`: measured,
+# never asserted).  bench/run-bench.py runs every workload
+# (bench/workloads/, bench/malloc-small.c, real programs) under glibc
+# hugetlb 0/1/2, hpmalloc 0/1/2, jemalloc (and thp:always), mimalloc (and
+# large pages) and tcmalloc, interleaved, through the launcher
 # bench/workloads/hpb-run.c; the TLB group warm and cold, the others warm
 # (bench/memstate.py), then the TLB group again with another seed to check
-# that its ranking does not depend on the order (SEED_CHECK=0 skips that);
-# writes bench/results/latest.{md,json,svg}.  The full run then runs
-# bench-stride.  See bench/README.md.
+# that its ranking does not depend on the order (SEED_CHECK=0 skips that).
+# Writes build/bench/results/latest.{md,json,svg}, or BENCH_OUT/latest.*:
+# a result worth keeping is copied into bench/results by hand, with its
+# command.  The full run then runs bench-stride.  See bench/README.md.
 #   make bench                  full: about 2.5 hours on the project's machine
-#   make bench QUICK=1          short sizes, no 7zz, no stride
+#   make bench QUICK=1          a short look (about 3 minutes): small sizes, 1 repetition,
+#                               the TLB group warm only, no seed check, no 7zz, no stride
 #   make bench REPS=5 BENCH_CONTENDERS=glibc-h0,hpm-h1 BENCH_WORKLOADS=tlb,xz BENCH_OUT=/tmp/r
-#   make bench QUICK=1 BENCH_WORKLOADS=tlb TLB_STATES=cold SEED=7 SEED_CHECK=0
+#   make bench QUICK=1 BENCH_WORKLOADS=tlb TLB_STATES=cold SEED=7 SEED_CHECK=1
 HPB_BINS := $(BUILD)/bench/hpb-run $(BUILD)/bench/small $(BUILD)/bench/tlb $(BUILD)/bench/touch \
   $(BUILD)/bench/libglibc-malloc.so
 
@@ -35,17 +37,18 @@ bench-build: all $(HPB_BINS) $(BUILD)/bench/malloc-small
 bench:
 	@bash build-aux/deps.sh bench || echo "bench: contenders or programs that are missing will be skipped"
 	@$(MAKE) --no-print-directory bench-build
-	@python3 bench/run-bench.py --build $(BUILD) --reps $(or $(REPS),3) $(if $(QUICK),--quick) \
+	@python3 bench/run-bench.py --build $(BUILD) $(if $(REPS),--reps $(REPS)) $(if $(QUICK),--quick) \
 	  $(if $(BENCH_CONTENDERS),--contenders $(BENCH_CONTENDERS)) $(if $(BENCH_WORKLOADS),--workloads $(BENCH_WORKLOADS)) \
 	  $(if $(BENCH_OUT),--out $(BENCH_OUT)) $(if $(TLB_STATES),--tlb-states $(TLB_STATES)) \
 	  $(if $(BENCH_STATE),--state $(BENCH_STATE)) $(if $(SEED),--seed $(SEED)) \
-	  $(if $(filter 0,$(SEED_CHECK)),,--seed-check)
+	  $(if $(QUICK),$(if $(filter 1,$(SEED_CHECK)),--seed-check),$(if $(filter 0,$(SEED_CHECK)),,--seed-check))
 	@$(if $(QUICK)$(BENCH_WORKLOADS)$(BENCH_CONTENDERS),true,$(MAKE) --no-print-directory bench-stride)
 
 # What a first touch costs per 2 MiB, base pages and THP, right after
 # another process freed the memory (warm) and once the balloon reported it
 # to the host (cold); the numbers behind the two memory states of make
-# bench.  Writes bench/results/firsttouch.{md,json}; see bench/README.md.
+# bench.  Writes build/bench/results/firsttouch.{md,json} (or BENCH_OUT/);
+# see bench/README.md.
 #   make bench-firsttouch                 1 GiB probes, 3 repetitions, then the idle-time curve
 #   make bench-firsttouch FT_MIB=2048 REPS=5 FT_IDLE=0,2,4,8 BENCH_OUT=/tmp/r
 .PHONY: bench-firsttouch
@@ -57,7 +60,8 @@ bench-firsttouch: $(BUILD)/bench/touch
 # a simulation (cachegrind with 4 KiB lines: D1 = the first-level DTLB, LL
 # = the second-level TLB), not timed: the same counts on any CPU.  Default
 # program: pyalloc.py at scale 0.25 (make bench's python3 workload);
-# writes bench/results/tlbsim.{md,json}.  About 2.5 minutes a contender.
+# writes build/bench/results/tlbsim.{md,json} (or BENCH_OUT/).  About 2.5
+# minutes a contender.
 #   make bench-tlbsim
 #   make bench-tlbsim TLBSIM_CONTENDERS=hpm-h0,je TLBSIM_SCALE=0.1 BENCH_OUT=/tmp/r
 .PHONY: bench-tlbsim
@@ -76,6 +80,20 @@ check-bench:
 	@python3 tests/bench/test_tlbsim.py
 
 CHECK_TARGETS += check-bench
+
+# fork() in a process whose two threads built a heap of small objects,
+# under glibc hugetlb=0, glibc hugetlb=1 and hpmalloc hugetlb=1: fork
+# copies one page-table entry per 4 KiB page, one per 2 MiB huge page.
+# Prints a table (bench/results/fork-epyc.md keeps one, with its command).
+#   make bench-fork                     512 MiB, 9 forks a run, 5 runs a contender
+#   make bench-fork FORK_MIB=2048 REPS=3
+.PHONY: bench-fork
+$(BUILD)/bench/forktime: bench/workloads/forktime.c bench/workloads/workload.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -fno-builtin-malloc -fno-builtin-free -o $@ $< -lpthread
+
+bench-fork: all $(BUILD)/bench/forktime
+	@FORK_MIB=$(or $(FORK_MIB),512) FORKS=$(or $(FORKS),9) REPS=$(or $(REPS),5) bash bench/run-forktime.sh $(BUILD)
 
 # Malloc microbenchmarks (not part of `make check`): bench/malloc-small.c
 # (single thread, LIFO and batch patterns) and bench/malloc-churn.c (two

@@ -2,7 +2,8 @@
 # the seeds' span test (16 MB of sequential numbers summed with spans
 # 1..4096) and segment-stress stride (a line every 256 MiB + 4 KiB, and
 # every 2 MiB + 4 KiB), each under base pages, THP and hugetlbfs,
-# interleaved and repeated; medians go to bench/results/stride.md.  As
+# interleaved and repeated; medians go to build/bench/results/stride.md
+# (BENCH_OUT/stride.md, or STRIDE_OUT, when given).  As
 # root the script sizes the hugetlb pool and restores it.  See
 # bench/stride/README.md.
 #   make bench-stride
@@ -18,6 +19,6 @@ $(STRIDE_BIN): bench/stride/stride.c
 
 .PHONY: bench-stride
 bench-stride: $(STRIDE_BIN)
-	@REPS=$(or $(STRIDE_REPS),5) OUT=$(or $(STRIDE_OUT),bench/results/stride.md) \
+	@REPS=$(or $(STRIDE_REPS),5) OUT=$(or $(STRIDE_OUT),$(or $(BENCH_OUT),$(BUILD)/bench/results)/stride.md) \
 	  RAW=$(BUILD)/bench/stride/raw.txt \
 	  bash bench/stride/run-stride.sh $(STRIDE_BIN)

@@ -76,7 +76,7 @@ const struct hp_tunable_desc hp_tunable_table[HP_T_COUNT] = {
   [HP_T_HUGETLB_SIZE] = { "hpmalloc.hugetlb_size", NULL, HP_TT_SIZE, 0, HP_SZ_MAX, 0 },
   [HP_T_HUGE_WASTE] = { "hpmalloc.huge_waste", NULL, HP_TT_INT32, 0, 100, 12 },
   [HP_T_VERBOSE] = { "hpmalloc.verbose", "HPMALLOC_VERBOSE", HP_TT_INT32, 0, 1, 0 },
-  /* 1 MiB: see malloc/tcache.c and bench/results/malloc.md for the measurement behind it */
+  /* 1 MiB: see malloc/tcache.c and bench/results/malloc-instructions.md for the measurement behind it */
   [HP_T_TCACHE_BYTES] = { "hpmalloc.tcache_bytes", NULL, HP_TT_SIZE, 0, HP_SZ_MAX, HP_MIB },
   /* off: see malloc/prefault.c and bench/README.md for the measurement */
   [HP_T_PREFAULT] = { "hpmalloc.prefault", NULL, HP_TT_SIZE, 0, 1024, 0 },

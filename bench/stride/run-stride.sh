@@ -6,7 +6,7 @@
 # Environment (defaults in brackets):
 #   REPS [5]          repetitions; in each, every test runs once per backing,
 #                     the order of the backings rotated from one rep to the next
-#   OUT  [bench/results/stride.md]   the tables
+#   OUT  [dir of STRIDE_BIN/stride.md]   the tables
 #   RAW  [dir of STRIDE_BIN/raw.txt] every key=value line, as measured
 #   SEQ_MB [16] MAX_SPAN [4096] SEQ_MS [100]   test 1 (ms: per span)
 #   SEG_REGION [4G] SEG_MS [300]               test 2 (ms: per mode)
@@ -17,7 +17,7 @@
 set -u
 bin=${1:?usage: run-stride.sh STRIDE_BIN}
 REPS=${REPS:-5}
-OUT=${OUT:-bench/results/stride.md}
+OUT=${OUT:-$(dirname "$bin")/stride.md}
 RAW=${RAW:-$(dirname "$bin")/raw.txt}
 SEQ_MB=${SEQ_MB:-16}; MAX_SPAN=${MAX_SPAN:-4096}; SEQ_MS=${SEQ_MS:-100}
 SEG_MS=${SEG_MS:-300}
