@@ -698,7 +698,7 @@ static int known(uintptr_t a) {
   return 1;
 }
 
-static void write_maps(void);
+static int write_maps(void);
 
 /* A new stack's frames F[0..N): when one is outside the executable
    mappings of the last maps chunk, the maps are written again (once: a
@@ -708,8 +708,8 @@ static void check_frames(const uint64_t *f, int n) {
   for (int i = 0, again = 0; i < n; i++) {
     uintptr_t a = (uintptr_t)f[i] - 1, page = a >> 12;
     if (known(a) || __atomic_load_n(&g_stray[page % STRAY_SLOTS], __ATOMIC_RELAXED) == page) continue;
-    if (!again) {
-      write_maps();
+    if (!again) { /* another thread writing the maps: wait for it, then write them again */
+      for (long spins = 1000000; write_maps() < 0 && spins > 0; spins--) hpm_cpu_relax();
       again = 1;
       if (known(a)) continue;
     }
@@ -717,9 +717,12 @@ static void check_frames(const uint64_t *f, int n) {
   }
 }
 
-/* /proc/self/maps as a maps chunk (async-signal-safe: open, read, write).  */
-static void write_maps(void) {
-  if (!g_depth || !g_maps_buf || g_fd < 0 || __atomic_exchange_n(&g_maps_busy, 1, __ATOMIC_ACQUIRE)) return;
+/* /proc/self/maps as a maps chunk (async-signal-safe: open, read, write).
+   Returns -1 when another thread (or an interrupted one) is writing them,
+   else 0.  */
+static int write_maps(void) {
+  if (!g_depth || !g_maps_buf || g_fd < 0) return 0;
+  if (__atomic_exchange_n(&g_maps_busy, 1, __ATOMIC_ACQUIRE)) return -1;
   int saved = errno, fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
   size_t n = 0;
   if (fd >= 0) {
@@ -739,6 +742,7 @@ static void write_maps(void) {
   }
   errno = saved;
   __atomic_store_n(&g_maps_busy, 0, __ATOMIC_RELEASE);
+  return 0;
 }
 
 /* The end marker of this image: an event chunk without events, how it
@@ -766,7 +770,7 @@ static void flush_all(unsigned how, unsigned value) {
     if (!__atomic_load_n(&tb->writing, __ATOMIC_ACQUIRE)) flush_locked(tb);
     spin_unlock(&tb->lock);
   }
-  write_maps();
+  (void)write_maps(); /* busy: an interrupted write of them; the earlier copies stand */
   write_end(how, value);
   tls_busy--;
 }
@@ -868,7 +872,7 @@ static void open_output(void) {
   g_fd = fd;
   unsigned char *end = hpm_encode_header(hdr, &h);
   write_all(hdr, (size_t)(end - hdr));
-  write_maps(); /* the mappings at start: a killed process keeps its symbols */
+  (void)write_maps(); /* the mappings at start: a killed process keeps its symbols */
   __atomic_store_n(&g_active, 1, __ATOMIC_RELEASE);
 }
 
