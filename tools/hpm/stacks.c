@@ -353,7 +353,7 @@ static char *fold(const struct hpm_trace *tr, const struct stacks_result *r, int
     if (!v) continue;
     const struct hpm_stack *st = &tr->stacks[s];
     for (uint32_t k = st->nframes; k-- > 0;) {
-      const struct sym *chain[64];
+      const struct sym *chain[64] = { 0 };
       size_t nc = 0;
       for (const struct sym *c = &r->sym[addr_index(r, tr->frames[st->first + k])]; c && nc < 64; c = c->caller)
         chain[nc++] = c;

@@ -160,6 +160,11 @@ static struct sym *push_caller(struct sym *last, const char *file, unsigned line
   return s;
 }
 
+/* Not leaks: the names and frames below are stored in the caller's
+   struct sym (S, reached through symbolize's OUT array, which the
+   analyzer does not follow) and freed by sym_free.  */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wanalyzer-malloc-leak"
 /* The inlined calls holding VA (in MOD) as frames from S outward: S,
    which the symbol table named, takes the innermost inlined function's
    name (its file:line stay the line table's); each frame outward is the
@@ -207,7 +212,6 @@ static void name_frame(Dwfl_Module *mod, uint64_t va, struct sym *s) {
   GElf_Sym esym;
   GElf_Off off = 0;
   Dwarf_Addr bias = 0;
-  char buf[512];
   if (mod && dwfl_module_getelf(mod, &bias) == NULL) mod = NULL;
   Dwarf_Addr a = va + bias;
   const char *name = mod ? dwfl_module_addrinfo(mod, a, &off, &esym, NULL, NULL, NULL) : NULL;
@@ -215,6 +219,7 @@ static void name_frame(Dwfl_Module *mod, uint64_t va, struct sym *s) {
     s->func = demangled(name);
     s->checked = 1;
   } else {
+    char buf[512];
     (void)snprintf(buf, sizeof buf, "%s+0x%llx", s->obj, (unsigned long long)va); /* a label */
     s->func = strdup(buf);
   }
@@ -230,6 +235,7 @@ static void name_frame(Dwfl_Module *mod, uint64_t va, struct sym *s) {
      symbol table then agree on where the code is.  */
   if (s->checked) inline_chain(mod, a, s);
 }
+#pragma GCC diagnostic pop
 
 static const Dwfl_Callbacks dwfl_callbacks = {
   .find_elf = dwfl_build_id_find_elf,
