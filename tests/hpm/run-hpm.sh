@@ -494,6 +494,12 @@ check "without --stacks: SIGPIPE flagged, version 1, no maps chunk" test "$(T "$
   -a "$(head -c 9 "$W/en-pipe1.hpmt" | tail -c 1 | od -An -tu1 | tr -d ' ')" = 1 -a "$(nchunks HPMM "$W/en-pipe1.hpmt")" = 0
 T "$HPM" reencode "$W/en-term.hpmt" "$W/en-re.hpmt"
 check "re-encoding a trace with end markers and header flags is byte-exact" cmp -s "$W/en-term.hpmt" "$W/en-re.hpmt"
+$MK ends "$W/mkend.hpmt"; $MK ends-none "$W/mkend0.hpmt"
+T "$HPM" reencode "$W/mkend.hpmt" "$W/re.hpmt"
+check "an end marker from the independent writer (mktrace.py) re-encodes byte-exact" cmp -s "$W/mkend.hpmt" "$W/re.hpmt"
+check "mktrace ends: ls reads _exit(3); without the marker, incomplete" test "$(T "$HPM" ls --json "$W/mkend.hpmt" "$W/mkend0.hpmt" | python3 -c '
+import json,sys; print([(p["ended"], p["status"], p["complete"]) for l in sys.stdin for p in json.loads(l)["processes"]])')" = \
+  "[('_exit', 3, True), (None, None, False)]"
 check "ls of a trace from a recorder without end markers: not flagged" test "$(T "$HPM" ls --json "$TRACES/sort.hpmt" | python3 -c 'import json,sys; p=json.load(sys.stdin)["processes"][0]; print(p["ended"], p["complete"])')" = "None None"
 
 # --- processes of a recording: hpm ls, --largest ----------------------------------------
