@@ -14,17 +14,19 @@ case "$what" in
   # scdoc builds the man pages and man-db renders them (check-install);
   # dpkg-dev, debhelper and lintian build and check the packages (check-deb);
   # hpm record --stacks unwinds with libunwind8 (opened at run time),
-  # hpm analyze --stacks names frames with binutils' addr2line, and
+  # hpm analyze --stacks names frames with elfutils' libdw (libdw-dev,
+  # libelf-dev; check-hpm checks the names with binutils' nm and
+  # elfutils' eu-readelf), and
   # check-hpm renders the flame graph with librsvg2-bin's rsvg-convert.
   # musl-tools (musl-gcc) builds and tests the musl library (check-musl).
   check) pkgs="gcc make pkg-config libcriterion-dev valgrind glibc-source xz-utils python3 perl coreutils
-               scdoc man-db dpkg-dev debhelper lintian libunwind8 binutils librsvg2-bin musl-tools" ;;
-  deb) pkgs="gcc make dpkg-dev debhelper scdoc lintian valgrind" ;;
+               scdoc man-db dpkg-dev debhelper lintian libunwind8 binutils elfutils libdw-dev libelf-dev librsvg2-bin musl-tools" ;;
+  deb) pkgs="gcc make dpkg-dev debhelper scdoc lintian valgrind libdw-dev libelf-dev" ;;
   demo) pkgs="gcc make" ;;
   bench) pkgs="libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev 7zip xz-utils hyperfine sqlite3 python3 redis-tools" ;;
   cross) pkgs="gcc-powerpc64le-linux-gnu gcc-powerpc64-linux-gnu gcc-aarch64-linux-gnu qemu-user libc6-dev-ppc64el-cross libc6-dev-ppc64-cross libc6-dev-arm64-cross" ;;
   analyze) pkgs="gcc cppcheck clang-tidy clang-format" ;;
-  coverage) pkgs="gcc lcov libcriterion-dev valgrind glibc-source xz-utils python3 perl coreutils libunwind8 binutils librsvg2-bin" ;;
+  coverage) pkgs="gcc lcov libcriterion-dev valgrind glibc-source xz-utils python3 perl coreutils libunwind8 binutils elfutils libdw-dev libelf-dev librsvg2-bin" ;;
   fuzz) pkgs="clang libclang-rt-14-dev" ;;
   *) echo "usage: deps.sh check|demo|bench|cross|analyze|coverage|fuzz|deb" >&2; exit 2 ;;
 esac

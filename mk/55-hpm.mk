@@ -14,6 +14,7 @@ HPM_SRCS      := $(filter-out $(HPM_DIR)/recorder.c,$(sort $(wildcard $(HPM_DIR)
 HPM_HDRS      := $(wildcard $(HPM_DIR)/*.h) tunables/tunables.h
 HPM_TESTPROG  := $(BUILD)/tests/hpm/xthread
 HPM_LEAKY     := $(BUILD)/tests/hpm/leaky
+HPM_ENDING    := $(BUILD)/tests/hpm/ending
 HPM_UNIT      := $(BUILD)/tests/hpm/test_trace
 HPM_UNIT_ARGS := $(BUILD)/tests/hpm/test_args
 HPM_UNIT_STATS := $(BUILD)/tests/hpm/test_stats
@@ -36,7 +37,7 @@ $(HPM_PATHS): FORCE
 
 $(HPM_BIN): $(HPM_SRCS) $(HPM_HDRS) $(HPM_PATHS)
 	@mkdir -p $(dir $@)
-	$(CC) $(HPM_CFLAGS) $(HPM_PATH_DEFS) $(LDFLAGS) -o $@ $(HPM_SRCS) -lpthread -lm
+	$(CC) $(HPM_CFLAGS) $(HPM_PATH_DEFS) $(LDFLAGS) -o $@ $(HPM_SRCS) -ldw -lelf -lpthread -lm
 
 # The recorder: hidden by default, only the malloc API (and the hooks it
 # needs: pthread_create, exec*, _exit) exported.
@@ -54,6 +55,13 @@ $(HPM_TESTPROG): tests/hpm/xthread.c
 $(HPM_LEAKY): tests/hpm/leaky.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O0 -g -fno-omit-frame-pointer -Wall -Wextra -o $@ $<
+
+# The program whose leak is reached through inlined functions and that ends
+# as asked (exit, SIGKILL, SIGPIPE, SIGTERM): -O2 -g so that the inlining
+# happens and DWARF records it.
+$(HPM_ENDING): tests/hpm/ending.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g -Wall -Wextra -o $@ $<
 
 # Criterion tests of the trace codec, the command-line parser and the
 # statistics.
@@ -73,7 +81,7 @@ $(HPM_UNIT_STATS): tests/hpm/test_stats.c $(HPM_DIR)/stats.c $(HPM_HDRS)
 hpm-bins: $(HPM_BIN) $(HPM_TRACE_SO)
 all: hpm-bins
 
-check-hpm: hpm-bins $(LIB_SO) $(HPM_TESTPROG) $(HPM_LEAKY) $(HPM_UNIT) $(HPM_UNIT_ARGS) $(HPM_UNIT_STATS)
+check-hpm: hpm-bins $(LIB_SO) $(HPM_TESTPROG) $(HPM_LEAKY) $(HPM_ENDING) $(HPM_UNIT) $(HPM_UNIT_ARGS) $(HPM_UNIT_STATS)
 	@$(HPM_UNIT) --jobs=2 && $(HPM_UNIT_ARGS) --jobs=2 && $(HPM_UNIT_STATS) --jobs=2 && \
 	  BUILD=$(BUILD) bash tests/hpm/run-hpm.sh
 

@@ -25,12 +25,12 @@ def varint(v):
 def zigzag(v):
     return (v << 1) ^ (v >> 63) if v >= 0 else ((-v) << 1) - 1
 
-def header(cmd=b"mktrace", version=1, depth=0, unwinder=0):
+def header(cmd=b"mktrace", version=1, depth=0, unwinder=0, flags=0):
     body = b"".join(varint(x) for x in (4096, 2, 4242, 1, 1, 10**9, 1700000000 * 10**9))
     body += varint(len(cmd)) + cmd
     if version == 2:                # the stack fields after the command line
         body += varint(depth) + varint(unwinder)
-    return b"HPMTRACE" + struct.pack("<HHI", version, 0, len(body)) + body + struct.pack("<I", crc32c(body))
+    return b"HPMTRACE" + struct.pack("<HHI", version, flags, len(body)) + body + struct.pack("<I", crc32c(body))
 
 def other_chunk(magic, thread, n, payload):
     """A stack chunk (HPMS: N stacks) or a maps chunk (HPMM: thread 0, N 0)."""
@@ -113,6 +113,12 @@ def main():
         data = (header(version=2, depth=8, unwinder=3) + other_chunk(b"HPMS", 1, 1, stack_record(1, [0x401000, 0x402000]))
                 + c.encode() + other_chunk(b"HPMS", 1, 1, stack_record(2, [0x403000, 0x401f00, 0x402000]))
                 + other_chunk(b"HPMM", 0, 0, maps))
+    elif kind in ("ends", "ends-none"):  # the ENDS flag; an end marker (_exit(3) at 300 ns), or none
+        c = Chunk(1)
+        c.thread_start(0, 100)
+        c.malloc(5, 100, 2)
+        end = Chunk(1, base_ns=300, base_id=2 | 3 << 8)  # an event chunk without events
+        data = header(flags=1) + c.encode() + (end.encode() if kind == "ends" else b"")
     elif kind == "stack-flag-v1":   # the STACK flag in a version 1 trace
         c = Chunk(1)
         c.malloc(1, 10, 2, stack=1)

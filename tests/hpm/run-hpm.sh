@@ -436,6 +436,72 @@ usage_error "record --stacks=0" "bad value for --stacks: '0' (expected an intege
 usage_error "record --unwind names the unwinders" "(expected libunwind, libgcc or fp)" record --stacks --unwind dwarf -o x -- true
 usage_error "analyze --flame-by names the metrics" "(expected peak, leaked, count or bytes)" analyze "$TRACES/sort.hpmt" --flame-by x
 
+# --- names you can check, traces that survive how the program ended ---------------
+# Every named frame of a real recording is checked against binutils' nm (the
+# file, its dynamic symbols, its debug file by build-id): the symbol's extent
+# must hold the frame's offset; other frames are module+0xoffset.
+check "names of leaky (--unwind libunwind) hold their addresses (nm)" python3 "$ROOT/tests/hpm/check-names.py" "$W/lk-libunwind.json"
+(cd "$W" && PYTHONMALLOC=malloc T "$HPM" record -q -o pyn.hpmt --stacks -- $PY -c \
+  'import json, decimal; print(len(json.dumps([{"k": decimal.Decimal(i)} for i in range(2000)], default=str)))' >/dev/null)
+T "$HPM" analyze --stacks --json "$W/pyn.hpmt" > "$W/pyn.json"
+check "names of python3 (Debian's, stripped) hold their addresses (nm)" python3 "$ROOT/tests/hpm/check-names.py" "$W/pyn.json"
+# A module loaded by dlopen after start, then SIGKILL: no maps at the end, so
+# _decimal's frames are placed only if its mapping was written when its
+# first stack was met.
+(cd "$W" && PYTHONMALLOC=malloc T "$HPM" record -q -o pyk.hpmt --stacks -- $PY -c \
+  'import decimal, os, signal; x = [decimal.Decimal(i) / 7 for i in range(200000)]; os.kill(os.getpid(), signal.SIGKILL)' >/dev/null 2>&1)
+T "$HPM" analyze --stacks --top 100 --json "$W/pyk.hpmt" > "$W/pyk.json"
+check "python3 SIGKILLed after dlopen: frames in _decimal placed (maps written when met)" test "$(jget "$W/pyk.json" \
+  'int(any(f["object"].startswith("_decimal") and f["module"].startswith("/") for k in ("top_peak", "top_count") for s in d["stacks"][k] for f in s["stack"]))')" = 1
+check "names of the SIGKILLed python3 hold their addresses (nm)" python3 "$ROOT/tests/hpm/check-names.py" "$W/pyk.json"
+check "python3: every frame has its address, module and offset" test "$(jget "$W/pyn.json" \
+  'int(all(f["address"].startswith("0x") and f["module"].startswith("/") and int(f["offset"], 16) > 0 for s in d["stacks"]["top_count"] for f in s["stack"]))')" = 1
+ENDING=$ROOT/$BUILD/tests/hpm/ending
+# chunks with magic $1 in trace $2 (FORMAT.md)
+nchunks() { python3 -c '
+import struct,sys
+b=open(sys.argv[2],"rb").read(); o=16+struct.unpack_from("<I",b,12)[0]+4; n=0
+while o+36<=len(b):
+    n+=b[o:o+4]==sys.argv[1].encode(); o+=36+struct.unpack_from("<I",b,o+4)[0]
+print(n)' "$1" "$2"; }
+name_line=$(grep -n '/\* NAME \*/' "$ROOT/tests/hpm/ending.c" | cut -d: -f1)
+for how in exit kill pipe term; do
+  (cd "$W" && T "$HPM" record -q -o en-$how.hpmt --stacks -- "$ENDING" 20000 $how >/dev/null 2>&1)
+done
+T "$HPM" analyze --stacks --json "$W/en-exit.hpmt" > "$W/en-exit.json"
+check "-O2 inlining: the leak is make_name <- make_list <- main, each inlined frame at the same address" test "$(jget "$W/en-exit.json" \
+  'int((lambda st: [f["function"] for f in st[:3]] == ["make_name", "make_list", "main"] and [f["inlined"] for f in st[:3]] == [True, True, False] and st[0]["line"] == '"$name_line"' and len({f["address"] for f in st[:3]}) == 1)(d["stacks"]["top_leaked"][0]["stack"]))')" = 1
+check "names of the -O2 program hold their addresses (nm)" python3 "$ROOT/tests/hpm/check-names.py" "$W/en-exit.json"
+T "$HPM" analyze --stacks "$W/en-exit.hpmt" > "$W/en-exit.txt"
+check "analyze text: the inlined callers, marked" sh -c 'grep -q "make_name (.*ending.c:'"$name_line"') \[inlined\]" "$1" && grep -q "<- make_list (.*ending.c:[0-9]*) \[inlined\]" "$1"' _ "$W/en-exit.txt"
+T "$HPM" analyze --stacks --json "$W/en-kill.hpmt" > "$W/en-kill.json"
+check "SIGKILL: the flushed events kept, their frames named (maps written at start)" test "$(jget "$W/en-kill.json" \
+  'int(d["stacks"]["top_leaked"][0]["leaked_bytes"] > 0 and [f["function"] for f in d["stacks"]["top_leaked"][0]["stack"][:3]] == ["make_name", "make_list", "main"])')" = 1
+T "$HPM" ls --json "$W/en-exit.hpmt" "$W/en-kill.hpmt" "$W/en-pipe.hpmt" "$W/en-term.hpmt" > "$W/en-ls.json"
+check "ls: exit, SIGKILL incomplete, SIGPIPE, SIGTERM" test "$(python3 -c '
+import json,sys
+v=[json.loads(l)["processes"][0] for l in open(sys.argv[1])]
+print([(p["ended"], p["signal"], p["complete"]) for p in v])' "$W/en-ls.json")" = \
+  "[('exit', None, True), (None, None, False), ('signal', 'SIGPIPE', True), ('signal', 'SIGTERM', True)]"
+check "SIGPIPE after SIG_IGN then SIG_DFL: all 20001+ allocations kept" test "$(python3 -c '
+import json,sys; print(json.loads(open(sys.argv[1]).readlines()[2])["processes"][0]["events"] >= 20001)' "$W/en-ls.json")" = "True"
+check "SIGTERM: all 20001+ allocations kept" test "$(python3 -c '
+import json,sys; print(json.loads(open(sys.argv[1]).readlines()[3])["processes"][0]["events"] >= 20001)' "$W/en-ls.json")" = "True"
+T "$HPM" ls "$W/en-kill.hpmt" "$W/en-pipe.hpmt" > "$W/en-ls.txt"
+check "ls text: incomplete and SIGPIPE flagged, incomplete explained" sh -c 'grep -q " incomplete .*en-kill" "$1" && grep -q " SIGPIPE .*en-pipe" "$1" && grep -q "^incomplete: no end marker" "$1"' _ "$W/en-ls.txt"
+(cd "$W" && T "$HPM" record -q -o en-pipe1.hpmt -- "$ENDING" 20000 pipe >/dev/null 2>&1)
+check "without --stacks: SIGPIPE flagged, version 1, no maps chunk" test "$(T "$HPM" ls --json "$W/en-pipe1.hpmt" | python3 -c 'import json,sys; p=json.load(sys.stdin)["processes"][0]; print(p["signal"], p["events"] >= 20001)')" = "SIGPIPE True" \
+  -a "$(head -c 9 "$W/en-pipe1.hpmt" | tail -c 1 | od -An -tu1 | tr -d ' ')" = 1 -a "$(nchunks HPMM "$W/en-pipe1.hpmt")" = 0
+T "$HPM" reencode "$W/en-term.hpmt" "$W/en-re.hpmt"
+check "re-encoding a trace with end markers and header flags is byte-exact" cmp -s "$W/en-term.hpmt" "$W/en-re.hpmt"
+$MK ends "$W/mkend.hpmt"; $MK ends-none "$W/mkend0.hpmt"
+T "$HPM" reencode "$W/mkend.hpmt" "$W/re.hpmt"
+check "an end marker from the independent writer (mktrace.py) re-encodes byte-exact" cmp -s "$W/mkend.hpmt" "$W/re.hpmt"
+check "mktrace ends: ls reads _exit(3); without the marker, incomplete" test "$(T "$HPM" ls --json "$W/mkend.hpmt" "$W/mkend0.hpmt" | python3 -c '
+import json,sys; print([(p["ended"], p["status"], p["complete"]) for l in sys.stdin for p in json.loads(l)["processes"]])')" = \
+  "[('_exit', 3, True), (None, None, False)]"
+check "ls of a trace from a recorder without end markers: not flagged" test "$(T "$HPM" ls --json "$TRACES/sort.hpmt" | python3 -c 'import json,sys; p=json.load(sys.stdin)["processes"][0]; print(p["ended"], p["complete"])')" = "None None"
+
 # --- processes of a recording: hpm ls, --largest ----------------------------------------
 (cd "$W" && T "$HPM" record -q -o pl.hpmt -- sh -c "seq 1 30000 | sort -rn | tail -1 > /dev/null; $XT 500 fork > /dev/null")
 T "$HPM" ls --json "$W/pl.hpmt" > "$W/ls.json"; rc=$?

@@ -231,3 +231,38 @@ Test(trace, stack_flag_only_in_version_2)
   cr_assert_eq(hpm_trace_read_buffer(buf, len, &tr, err, sizeof err), -1);
   cr_assert(strstr(err, "invalid flags 0x90") != NULL, "%s", err);
 }
+
+Test(trace, end_marker_and_flags_round_trip_in_version_1)
+{
+  static char cmd[] = "prog";
+  struct hpm_header h = { .flags = HPM_HDR_F_ENDS, .page_size = 4096, .pid = 9, .clock_id = 1, .cmdline = cmd,
+                          .cmdline_len = 4 };
+  struct hpm_event ev = { .thread = 1, .t = 1, .kind = HPM_MALLOC, .size = 10, .id = 2 };
+  unsigned char *p = hpm_encode_header(buf, &h), *q = p + HPM_CHUNK_HDR;
+  uint64_t t = 0, id = 1;
+  q = hpm_encode_event(q, &ev, &t, &id);
+  hpm_encode_chunk_header(p, 1, 1, 0, 1, (uint32_t) (q - p - HPM_CHUNK_HDR));
+  p = q;
+  /* The end marker: killed by signal 13 at 500 ns.  */
+  hpm_encode_chunk_header(p, 1, 0, 500, HPM_END_SIGNAL | 13u << 8, 0);
+  size_t len = (size_t) (p + HPM_CHUNK_HDR - buf);
+
+  struct hpm_trace tr;
+  char err[256];
+  cr_assert_eq(hpm_trace_read_buffer(buf, len, &tr, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(tr.hdr.version, 1, "end markers need no new version");
+  cr_assert_eq(tr.hdr.flags, HPM_HDR_F_ENDS);
+  cr_assert_eq(tr.nev, 1);
+  cr_assert_eq(tr.nchunks, 2);
+  cr_assert_eq(tr.chunks[1].nevents, 0);
+  cr_assert_eq(HPM_END_REASON(tr.chunks[1].base_id), HPM_END_SIGNAL);
+  cr_assert_eq(HPM_END_VALUE(tr.chunks[1].base_id), 13);
+  cr_assert_eq(tr.chunks[1].base_ns, 500);
+  unsigned char *out;
+  size_t outlen;
+  cr_assert_eq(hpm_trace_encode(&tr, &out, &outlen), 0);
+  cr_assert_eq(outlen, len);
+  cr_assert(memcmp(out, buf, len) == 0, "re-encoding differs (flags or the empty chunk lost)");
+  free(out);
+  hpm_trace_free(&tr);
+}

@@ -51,7 +51,7 @@ static const struct arg_cmd analyze_cmd = {
           "  --svg DIR   write live_bytes.svg, sizes.svg and lifetimes.svg into DIR\n"
           "  --stacks    (a trace recorded with --stacks) the top call sites by bytes live at\n"
           "              the peak, bytes never freed and allocations, with file:line where\n"
-          "              debug information has it (addr2line) and their callers\n"
+          "              debug information has it (libdw) and their callers\n"
           "  --top N     call sites per table (1 to 100, default 10)\n"
           "  --flame OUT.svg  a flame graph of the call stacks, and the folded stacks in\n"
           "              OUT.folded; --flame-by: bytes live at the peak (default), bytes\n"

@@ -1,7 +1,9 @@
 /* hpm ls: the processes of a recording.  `hpm record -o BASE` leaves BASE
    (the first process) and BASE.<pid> (BASE.<pid>.<k> after an exec) for
    every process it started; ls lists them as a tree by parent pid, with
-   each one's command, events, threads and peak live bytes.  The same
+   each one's command, events, threads, peak live bytes and how it ended
+   (its end marker: exit, _exit, exec or the signal that killed it; none
+   when it was killed by SIGKILL or is still running).  The same
    listing lets analyze and replay take the base name and pick the
    largest process (--largest, trace_pick).  MIT licence.  */
 #include "args.h"
@@ -9,6 +11,7 @@
 
 #include <glob.h>
 #include <limits.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,12 +38,17 @@ static const struct arg_cmd ls_cmd = {
   .synopsis = "usage: hpm ls [--json] BASE...\n",
   .help = "Lists the processes of a recording: BASE (the first process) and every\n"
           "BASE.<pid> and BASE.<pid>.<k> (after an exec) that hpm record wrote, as a\n"
-          "tree by parent pid: pid, parent, threads, events, peak live bytes, file and\n"
-          "command.  `hpm analyze BASE --largest` and `hpm replay BASE --largest` use\n"
-          "the process with the largest peak.\n"
+          "tree by parent pid: pid, parent, threads, events, peak live bytes, how it\n"
+          "ended, file and command.  Ended: exit, _exit(STATUS), exec, the signal\n"
+          "that killed it (SIGPIPE, ...), or `incomplete`: the trace has no end marker\n"
+          "(the process was killed by SIGKILL, as the OOM killer does, or is still\n"
+          "running) or ends in a partial chunk; its last buffered events are lost.\n"
+          "`hpm analyze BASE --largest` and `hpm replay BASE --largest` use the\n"
+          "process with the largest peak.\n"
           "  --json   one JSON object per base: {\"base\":..., \"processes\":[{\"file\",\n"
           "           \"pid\", \"ppid\", \"command\", \"events\", \"threads\",\n"
-          "           \"peak_live_bytes\", \"depth\"}, ...]}\n",
+          "           \"peak_live_bytes\", \"depth\", \"readable\", \"ended\", \"status\",\n"
+          "           \"signal\", \"complete\"}, ...]}\n",
   .args = ls_args,
 };
 
@@ -49,8 +57,11 @@ struct proc {
   uint64_t pid, ppid, events, peak;
   uint32_t threads;
   int depth, ok;
-  unsigned image; /* k of FILE.<pid>.<k>: the k-th exec; 0 for the first image */
-  size_t parent;  /* index of the parent process, or SIZE_MAX */
+  int complete;    /* 1: an end marker and no partial chunk; -1: unknown (an older recorder) */
+  unsigned ended;  /* enum hpm_end of the last end marker, HPM_END_NONE without one */
+  unsigned status; /* _exit's status, or the signal that ended it */
+  unsigned image;  /* k of FILE.<pid>.<k>: the k-th exec; 0 for the first image */
+  size_t parent;   /* index of the parent process, or SIZE_MAX */
 };
 
 /* BASE and BASE.<digits>..., sorted: a malloc'd list of malloc'd names.  */
@@ -90,6 +101,15 @@ static int read_proc(const char *file, struct proc *p) {
   }
   p->pid = tr.hdr.pid;
   p->ppid = tr.hdr.ppid;
+  /* The last end marker (an event chunk without events) says how it ended.  */
+  for (size_t i = 0; i < tr.nchunks; i++) {
+    const struct hpm_chunk_info *ci = &tr.chunks[i];
+    if (ci->kind == HPM_CHUNK_EVENTS && !ci->nevents && !ci->payload_len && HPM_END_REASON(ci->base_id)) {
+      p->ended = HPM_END_REASON(ci->base_id);
+      p->status = HPM_END_VALUE(ci->base_id);
+    }
+  }
+  p->complete = !(tr.hdr.flags & HPM_HDR_F_ENDS) ? -1 : p->ended != HPM_END_NONE && !tr.truncated;
   p->events = tr.nev;
   p->command = malloc(tr.hdr.cmdline_len + 1);
   if (p->command) {
@@ -172,15 +192,45 @@ static void tree_order(const struct proc *v, size_t n, size_t parent, size_t *ou
     }
 }
 
+static const char *const end_name[] = { "", "exit", "_exit", "exec", "signal" };
+
+/* How P ended, for people: exit, _exit(3), exec, SIGPIPE, incomplete, or
+   "-" (an older recorder wrote no end markers).  */
+static const char *ended_text(const struct proc *p, char *buf, size_t len) {
+  if (p->complete < 0 && !p->ended) return "-";
+  if (!p->complete) return "incomplete";
+  if (p->ended == HPM_END_SIGNAL) {
+    const char *abbrev = sigabbrev_np((int)p->status);
+    if (abbrev)
+      (void)snprintf(buf, len, "SIG%s", abbrev); /* short: fits */
+    else
+      (void)snprintf(buf, len, "signal %u", p->status); /* as above */
+    return buf;
+  }
+  if (p->ended == HPM_END__EXIT) {
+    (void)snprintf(buf, len, "_exit(%u)", p->status); /* as above */
+    return buf;
+  }
+  return p->ended < sizeof end_name / sizeof *end_name ? end_name[p->ended] : "?";
+}
+
 static void report_text(const char *base, const struct proc *v, size_t n, const size_t *order) {
+  int incomplete = 0;
   printf("recording %s: %zu process%s\n", base, n, n == 1 ? "" : "es");
-  printf("%8s %8s %7s %12s %14s  %-24s %s\n", "pid", "ppid", "threads", "events", "peak live", "file", "command");
+  printf("%8s %8s %7s %12s %14s %-10s  %-24s %s\n", "pid", "ppid", "threads", "events", "peak live", "ended", "file",
+         "command");
   for (size_t k = 0; k < n; k++) {
     const struct proc *p = &v[order[k]];
-    printf("%8llu %8llu %7u %12llu %14llu  %-24s %*s%s%s\n", (unsigned long long)p->pid, (unsigned long long)p->ppid,
-           p->threads, (unsigned long long)p->events, (unsigned long long)p->peak, p->file, 2 * p->depth, "",
-           p->depth ? "`- " : "", p->ok ? (p->command ? p->command : "") : "(unreadable)");
+    char buf[32];
+    incomplete |= p->ok && !p->complete;
+    printf("%8llu %8llu %7u %12llu %14llu %-10s  %-24s %*s%s%s\n", (unsigned long long)p->pid,
+           (unsigned long long)p->ppid, p->threads, (unsigned long long)p->events, (unsigned long long)p->peak,
+           p->ok ? ended_text(p, buf, sizeof buf) : "", p->file, 2 * p->depth, "", p->depth ? "`- " : "",
+           p->ok ? (p->command ? p->command : "") : "(unreadable)");
   }
+  if (incomplete)
+    printf("incomplete: no end marker (killed by SIGKILL, as the OOM killer does, or still running) or a partial\n"
+           "chunk at the end: the events each thread had buffered last are missing\n");
 }
 
 static void report_json(const char *base, const struct proc *v, size_t n, const size_t *order) {
@@ -193,8 +243,27 @@ static void report_json(const char *base, const struct proc *v, size_t n, const 
     json_str(stdout, p->file);
     printf(",\"pid\":%llu,\"ppid\":%llu,\"command\":", (unsigned long long)p->pid, (unsigned long long)p->ppid);
     json_str(stdout, p->command ? p->command : "");
-    printf(",\"events\":%llu,\"threads\":%u,\"peak_live_bytes\":%llu,\"depth\":%d,\"readable\":%s}",
+    printf(",\"events\":%llu,\"threads\":%u,\"peak_live_bytes\":%llu,\"depth\":%d,\"readable\":%s",
            (unsigned long long)p->events, p->threads, (unsigned long long)p->peak, p->depth, p->ok ? "true" : "false");
+    printf(",\"ended\":");
+    if (p->ended && p->ended < sizeof end_name / sizeof *end_name)
+      printf("\"%s\"", end_name[p->ended]);
+    else
+      printf("null");
+    printf(",\"status\":");
+    if (p->ended == HPM_END__EXIT)
+      printf("%u", p->status);
+    else
+      printf("null");
+    printf(",\"signal\":");
+    const char *abbrev = p->ended == HPM_END_SIGNAL ? sigabbrev_np((int)p->status) : NULL;
+    if (abbrev)
+      printf("\"SIG%s\"", abbrev);
+    else if (p->ended == HPM_END_SIGNAL)
+      printf("%u", p->status);
+    else
+      printf("null");
+    printf(",\"complete\":%s}", p->complete < 0 ? "null" : p->complete ? "true" : "false");
   }
   printf("]}\n");
 }

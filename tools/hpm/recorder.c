@@ -413,9 +413,12 @@ static void record_def(const struct hpm_event *e, const struct sdef *d) // NOLIN
    never replace libgcc's for the program.  A slot claimed by a thread
    that never finished it (a fork child: that thread is gone) is passed by
    after a bounded wait; the stack then gets a new id, a duplicate that
-   readers merge.  The maps (/proc/self/maps) are written at the end of
-   every image (exit, _exit, exec, fatal signals) for offline
-   symbolization.  */
+   readers merge.  The maps (/proc/self/maps) are written for offline
+   symbolization when the file is opened, whenever a new stack has a frame
+   outside the executable mappings of the last copy (a library loaded
+   since: dlopen, glibc's own loading of NSS or iconv modules), and at the
+   end of every image (exit, _exit, exec, fatal signals), so a process
+   killed by SIGKILL still has the maps its written stacks need.  */
 /* libunwind's names for the local unwinder of this architecture.  */
 #if defined(__x86_64__)
 #define UNW_PREFIX "_ULx86_64_"
@@ -444,6 +447,18 @@ static uint64_t g_next_stack = 1;
 static unsigned char *g_maps_buf; /* HPM_CHUNK_HDR + MAPS_MAX */
 #define MAPS_MAX ((size_t)8 << 20)
 static int g_maps_busy;
+/* The executable mappings of the last maps chunk written, sorted (for the
+   check of new stacks; a seqlock: odd while being rewritten), and a few
+   pages that were outside them even after the maps were read again (code
+   in no mapping, a bad frame pointer), so they are read once only.  */
+#define KNOWN_MAX 8192
+struct xrange {
+  uintptr_t lo, hi;
+};
+static struct xrange *g_known; /* KNOWN_MAX, mapped with the maps buffer */
+static unsigned g_nknown, g_known_seq;
+#define STRAY_SLOTS 64
+static uintptr_t g_stray[STRAY_SLOTS];
 
 /* The linker's name for this object's ELF header.  */
 extern const ElfW(Ehdr) __ehdr_start // NOLINT(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
@@ -563,12 +578,15 @@ static uint64_t stack_id(const uint64_t *f, int n, int *is_new) {
   return __atomic_fetch_add(&g_next_stack, 1, __ATOMIC_RELAXED);
 }
 
+static void check_frames(const uint64_t *f, int n);
+
 /* E's stack: its id into E, its definition into D when new.  */
 static inline const struct sdef *capture(struct hpm_event *e, struct sdef *d, uint64_t *frames) {
   int n = unwind(frames), is_new;
   if (n <= 0) return NULL;
   e->stack = stack_id(frames, n, &is_new);
   if (!is_new) return NULL;
+  check_frames(frames, n);
   *d = (struct sdef){ e->stack, frames, (uint32_t)n };
   return d;
 }
@@ -609,9 +627,10 @@ static void stacks_init(void) {
   }
   own_range();
   g_stab = map_table();
-  void *m =
-      mmap(NULL, HPM_CHUNK_HDR + MAPS_MAX, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void *m = mmap(NULL, HPM_CHUNK_HDR + MAPS_MAX + KNOWN_MAX * sizeof(struct xrange), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   g_maps_buf = m == MAP_FAILED ? NULL : m;
+  g_known = m == MAP_FAILED ? NULL : (struct xrange *)(g_maps_buf + HPM_CHUNK_HDR + MAPS_MAX);
 }
 
 /* A fork child: the parent's file holds the stacks defined so far, so the
@@ -623,9 +642,87 @@ static void stacks_fork_child(void) {
   g_maps_busy = 0;
 }
 
-/* /proc/self/maps as a maps chunk (async-signal-safe: open, read, write).  */
-static void write_maps(void) {
-  if (!g_depth || !g_maps_buf || g_fd < 0 || __atomic_exchange_n(&g_maps_busy, 1, __ATOMIC_ACQUIRE)) return;
+static uintptr_t parse_hex(const char **p, const char *end) {
+  uintptr_t v = 0;
+  for (; *p < end; (*p)++) {
+    char c = **p;
+    unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0') : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10) : 16;
+    if (d > 15) break;
+    v = v << 4 | d;
+  }
+  return v;
+}
+
+/* g_known from the maps text T[0..N): the executable mappings, file or
+   anonymous (the kernel lists them in address order).  */
+static void set_known(const char *t, size_t n) {
+  const char *end = t + n;
+  unsigned k = 0;
+  __atomic_store_n(&g_known_seq, g_known_seq + 1, __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  while (t < end && k < KNOWN_MAX) {
+    uintptr_t lo = parse_hex(&t, end), hi = 0;
+    if (t < end && *t == '-') {
+      t++;
+      hi = parse_hex(&t, end);
+    }
+    if (end - t > 4 && t[0] == ' ' && t[3] == 'x' && lo < hi) g_known[k++] = (struct xrange){ lo, hi };
+    while (t < end && *t != '\n') t++;
+    t++;
+  }
+  g_nknown = k;
+  __atomic_store_n(&g_known_seq, g_known_seq + 1, __ATOMIC_RELEASE);
+}
+
+/* Whether A lies in an executable mapping of the last maps chunk (yes
+   when that cannot be told: the table is being rewritten all along).  */
+static int known(uintptr_t a) {
+  for (int tries = 0; tries < 8; tries++) {
+    unsigned seq = __atomic_load_n(&g_known_seq, __ATOMIC_ACQUIRE);
+    if (seq & 1) {
+      hpm_cpu_relax();
+      continue;
+    }
+    unsigned lo = 0, hi = g_nknown;
+    while (lo < hi) {
+      unsigned mid = (lo + hi) / 2;
+      if (g_known[mid].hi <= a)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    int in = lo < g_nknown && g_known[lo].lo <= a;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&g_known_seq, __ATOMIC_RELAXED) == seq) return in;
+  }
+  return 1;
+}
+
+static int write_maps(void);
+
+/* A new stack's frames F[0..N): when one is outside the executable
+   mappings of the last maps chunk, the maps are written again (once: a
+   frame still outside them is remembered as a stray page).  */
+static void check_frames(const uint64_t *f, int n) {
+  if (!g_known) return;
+  for (int i = 0, again = 0; i < n; i++) {
+    uintptr_t a = (uintptr_t)f[i] - 1, page = a >> 12;
+    if (known(a) || __atomic_load_n(&g_stray[page % STRAY_SLOTS], __ATOMIC_RELAXED) == page) continue;
+    if (!again) { /* another thread writing the maps: wait for it, then write them again */
+      for (long spins = 1000000; write_maps() < 0 && spins > 0; spins--) hpm_cpu_relax();
+      again = 1;
+      if (known(a)) continue;
+    }
+    __atomic_store_n(&g_stray[page % STRAY_SLOTS], page, __ATOMIC_RELAXED);
+  }
+}
+
+/* /proc/self/maps as a maps chunk (async-signal-safe: open, read, write).
+   Returns -1 when another thread (or an interrupted one) is writing them,
+   else 0.  */
+static int write_maps(void) {
+  if (!g_depth || !g_maps_buf || g_fd < 0) return 0;
+  if (__atomic_exchange_n(&g_maps_busy, 1, __ATOMIC_ACQUIRE)) return -1;
   int saved = errno, fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
   size_t n = 0;
   if (fd >= 0) {
@@ -641,14 +738,27 @@ static void write_maps(void) {
   if (n) {
     hpm_encode_other_header(g_maps_buf, HPM_MAPS_MAGIC, 0, 0, (uint32_t)n);
     write_all(g_maps_buf, HPM_CHUNK_HDR + n);
+    set_known((const char *)g_maps_buf + HPM_CHUNK_HDR, n);
   }
   errno = saved;
   __atomic_store_n(&g_maps_busy, 0, __ATOMIC_RELEASE);
+  return 0;
 }
 
-/* Flush every buffer.  From a signal handler the current thread's buffer is
+/* The end marker of this image: an event chunk without events, how it
+   ended (enum hpm_end) and VALUE (exit status, signal) in its base_id.  */
+static void write_end(unsigned how, unsigned value) {
+  unsigned char h[HPM_CHUNK_HDR];
+  uint32_t thread = tls_tb ? tls_tb->thread : tls_exited ? tls_exited : 1;
+  if (g_fd < 0) return;
+  hpm_encode_chunk_header(h, thread, 0, event_ns() - g_start_ns, how | (uint64_t)value << 8, 0);
+  write_all(h, sizeof h);
+}
+
+/* Flush every buffer, then write the maps and the end marker (HOW, VALUE:
+   see write_end).  From a signal handler the current thread's buffer is
    skipped if the signal interrupted the recorder while it was appending.  */
-static void flush_all(void) {
+static void flush_all(unsigned how, unsigned value) {
   tls_busy++; /* a fork from a signal handler during this must not wait for our locks */
   if (g_fast && !__atomic_exchange_n(&g_frozen, 1, __ATOMIC_SEQ_CST))
     syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
@@ -660,7 +770,8 @@ static void flush_all(void) {
     if (!__atomic_load_n(&tb->writing, __ATOMIC_ACQUIRE)) flush_locked(tb);
     spin_unlock(&tb->lock);
   }
-  write_maps();
+  (void)write_maps(); /* busy: an interrupted write of them; the earlier copies stand */
+  write_end(how, value);
   tls_busy--;
 }
 
@@ -752,6 +863,7 @@ static void open_output(void) {
   h.start_realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
   h.cmdline = cmd;
   h.cmdline_len = cl;
+  h.flags = HPM_HDR_F_ENDS;
   if (g_depth) {
     h.version = HPM_VERSION_STACKS;
     h.stack_depth = (uint64_t)g_depth;
@@ -760,6 +872,7 @@ static void open_output(void) {
   g_fd = fd;
   unsigned char *end = hpm_encode_header(hdr, &h);
   write_all(hdr, (size_t)(end - hdr));
+  (void)write_maps(); /* the mappings at start: a killed process keeps its symbols */
   __atomic_store_n(&g_active, 1, __ATOMIC_RELEASE);
 }
 
@@ -838,7 +951,7 @@ static const int fatal_signals[] = {
 
 static void on_fatal(int sig) {
   int saved = errno;
-  flush_all();
+  flush_all(HPM_END_SIGNAL, (unsigned)sig);
   /* Nothing to do if these fail in a signal handler: the default action
      happens anyway for a synchronous fault when the handler returns.  */
   (void)real.signal(sig, SIG_DFL);
@@ -846,16 +959,28 @@ static void on_fatal(int sig) {
   (void)raise(sig); /* synchronous faults: returning re-executes the instruction */
 }
 
+static int is_fatal(int sig) {
+  for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++)
+    if (fatal_signals[i] == sig) return 1;
+  return 0;
+}
+
+/* The recorder's handler in place of the default action of SIG.  */
+static int catch_fatal(int sig, struct sigaction *old) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_fatal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART | SA_NODEFER;
+  return real.sigaction(sig, &sa, old);
+}
+
 static void install_signal_handlers(void) {
   for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++) {
-    struct sigaction old, sa;
+    struct sigaction old;
     if (real.sigaction(fatal_signals[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO))
-      continue; /* ignored or handled by the program already */
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_fatal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART | SA_NODEFER;
-    (void)real.sigaction(fatal_signals[i], &sa, NULL); /* without it, that signal's death loses buffers */
+      continue;                                /* ignored or handled by the program already */
+    (void)catch_fatal(fatal_signals[i], NULL); /* without it, that signal's death loses buffers */
   }
 }
 
@@ -863,14 +988,18 @@ static void install_signal_handlers(void) {
    signal's disposition sees SIG_DFL, as it would without the recorder, so
    it installs its own handler as it would (python3 installs its SIGINT
    handler, the one raising KeyboardInterrupt, only over SIG_DFL).  Its
-   handler then replaces the recorder's.  */
+   handler then replaces the recorder's; when it sets the default action
+   again (python3 ignores SIGPIPE, and a script may restore it), the
+   recorder's handler takes its place, so that death loses nothing.  */
 EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
   if (!real.sigaction && g_state == ST_NONE) init();
   if (!real.sigaction) {
     errno = ENOSYS;
     return -1;
   }
-  int rc = real.sigaction(sig, act, old);
+  int rc = act && g_fd >= 0 && is_fatal(sig) && act->sa_handler == SIG_DFL && !(act->sa_flags & SA_SIGINFO)
+               ? catch_fatal(sig, old)
+               : real.sigaction(sig, act, old);
   if (rc == 0 && old && !(old->sa_flags & SA_SIGINFO) && old->sa_handler == on_fatal) {
     memset(old, 0, sizeof *old);
     old->sa_handler = SIG_DFL;
@@ -885,6 +1014,11 @@ EXPORT __sighandler_t signal(int sig, __sighandler_t handler) {
     errno = ENOSYS;
     return SIG_ERR;
   }
+  if (handler == SIG_DFL && g_fd >= 0 && is_fatal(sig)) {
+    struct sigaction old;
+    if (catch_fatal(sig, &old) != 0) return SIG_ERR;
+    return old.sa_handler == on_fatal ? SIG_DFL : old.sa_handler;
+  }
   __sighandler_t prev = real.signal(sig, handler);
   return prev == on_fatal ? SIG_DFL : prev;
 }
@@ -892,7 +1026,7 @@ EXPORT __sighandler_t signal(int sig, __sighandler_t handler) {
 __attribute__((destructor)) static void at_exit_flush(void) {
   if (!g_active) return;
   __atomic_store_n(&g_sync, 1, __ATOMIC_RELAXED);
-  flush_all();
+  flush_all(HPM_END_EXIT, 0);
 }
 
 /* --- initialisation ----------------------------------------------------------------- */
@@ -1167,7 +1301,7 @@ EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
 
 /* Before an exec the image's buffers would be lost: write them.  */
 static void before_exec(void) {
-  if (g_active) flush_all();
+  if (g_active) flush_all(HPM_END_EXEC, 0);
 }
 
 EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
@@ -1253,7 +1387,7 @@ EXPORT int execlp(const char *file, const char *arg, ...) {
 }
 
 EXPORT void _exit(int status) {
-  if (g_active) flush_all();
+  if (g_active) flush_all(HPM_END__EXIT, (unsigned)status & 0xff);
   for (;;) syscall(SYS_exit_group, status);
 }
 EXPORT void _Exit(int status) { _exit(status); }

@@ -173,12 +173,18 @@ void stacks_free(struct stacks_result *r) {
 /* --- reports ------------------------------------------------------------------- */
 static const char *const unwinder_name[] = { "none", "frame pointers", "libgcc", "libunwind" };
 
+/* One frame as text: the function, then where it is (file:line, or the
+   module and offset; a name the symbol table could not check is the
+   module and offset itself), [inlined] for code inlined into its caller.  */
 static void print_sym(const struct sym *s) {
   printf("%s", s->func);
   if (s->file)
     printf(" (%s:%u)", s->file, s->line);
-  else
+  else if (s->checked)
+    printf(" (%s+0x%llx)", s->obj, (unsigned long long)s->offset);
+  else if (!s->offset)
     printf(" (%s)", s->obj);
+  if (s->inlined) printf(" [inlined]");
 }
 
 /* The sites in order of metric M, largest first, at most TOP; returns the
@@ -240,14 +246,17 @@ static void text_table(const struct hpm_trace *tr, const struct stacks_result *r
     int shown = 0, past = 0;
     for (uint32_t k = 0; k < st->nframes && shown < CALLERS; k++) {
       size_t f = addr_index(r, tr->frames[st->first + k]);
-      if (!past) { /* up to and including the site frame */
+      const struct sym *c = &r->sym[f];
+      if (!past) { /* up to and including the site frame, then its callers */
         past = f == s->frame || same_site(&r->sym[f], &r->sym[s->frame]);
-        continue;
+        if (!past) continue;
+        c = c->caller;
       }
-      printf("  %12s %7s %10s    <- ", "", "", "");
-      print_sym(&r->sym[f]);
-      putchar('\n');
-      shown++;
+      for (; c && shown < CALLERS; c = c->caller, shown++) {
+        printf("  %12s %7s %10s    <- ", "", "", "");
+        print_sym(c);
+        putchar('\n');
+      }
     }
   }
 }
@@ -259,7 +268,7 @@ void stacks_report_text(const struct hpm_trace *tr, const struct prep *p, const 
     for (int m = 0; m < SM_N; m++) tot[m] += r->sites[i].v[m];
   for (int m = 0; m < SM_N; m++) tot[m] += r->none[m];
   printf("\ncall stacks: %zu distinct, %llu frames deep at most (%s); %zu frames in %zu object files, symbols "
-         "from addr2line\n",
+         "from libdw\n",
          r->used, (unsigned long long)tr->hdr.stack_depth, unwinder_name[tr->hdr.unwinder < 4 ? tr->hdr.unwinder : 0],
          r->naddr, r->nfiles);
   if (r->none[SM_COUNT]) printf("%llu allocations without a known stack\n", (unsigned long long)r->none[SM_COUNT]);
@@ -276,6 +285,9 @@ void stacks_report_text(const struct hpm_trace *tr, const struct prep *p, const 
   text_table(tr, r, SM_COUNT, title, tot[SM_COUNT], top);
 }
 
+/* One frame as a JSON object: function, file, line, object (the
+   module's base name), module (its path), address (the return address),
+   offset (the call's ELF virtual address in the module), inlined.  */
 static void json_sym(const struct sym *s) {
   printf("{\"function\":");
   json_str(stdout, s->func);
@@ -286,7 +298,19 @@ static void json_sym(const struct sym *s) {
     printf("null");
   printf(",\"line\":%u,\"object\":", s->line);
   json_str(stdout, s->obj);
-  printf("}");
+  printf(",\"module\":");
+  json_str(stdout, s->path);
+  printf(",\"address\":\"0x%llx\",\"offset\":\"0x%llx\",\"inlined\":%s}", (unsigned long long)s->addr,
+         (unsigned long long)s->offset, s->inlined ? "true" : "false");
+}
+
+/* The frames of one return address, comma-separated: the inlined ones
+   first, then the function they were inlined into.  */
+static void json_frames(const struct sym *s) {
+  for (const struct sym *c = s; c; c = c->caller) {
+    if (c != s) putchar(',');
+    json_sym(c);
+  }
 }
 
 void stacks_report_json(const struct hpm_trace *tr, const struct stacks_result *r, int top) {
@@ -307,7 +331,7 @@ void stacks_report_json(const struct hpm_trace *tr, const struct stacks_result *
       const struct hpm_stack *st = &tr->stacks[s->best[m]];
       for (uint32_t k = 0; k < st->nframes; k++) {
         if (k) putchar(',');
-        json_sym(&r->sym[addr_index(r, tr->frames[st->first + k])]);
+        json_frames(&r->sym[addr_index(r, tr->frames[st->first + k])]);
       }
       printf("]}");
     }
@@ -329,22 +353,28 @@ static char *fold(const struct hpm_trace *tr, const struct stacks_result *r, int
     if (!v) continue;
     const struct hpm_stack *st = &tr->stacks[s];
     for (uint32_t k = st->nframes; k-- > 0;) {
-      const char *f = r->sym[addr_index(r, tr->frames[st->first + k])].func;
-      size_t fl = strlen(f);
-      if (len + fl + 32 >= cap) {
-        char *bigger = realloc(out, cap = (cap + fl) * 2);
-        if (!bigger) {
-          free(out);
-          return NULL;
+      const struct sym *chain[64] = { 0 };
+      size_t nc = 0;
+      for (const struct sym *c = &r->sym[addr_index(r, tr->frames[st->first + k])]; c && nc < 64; c = c->caller)
+        chain[nc++] = c;
+      while (nc-- > 0) {
+        const char *f = chain[nc]->func;
+        size_t fl = strlen(f);
+        if (len + fl + 32 >= cap) {
+          char *bigger = realloc(out, cap = (cap + fl) * 2);
+          if (!bigger) {
+            free(out);
+            return NULL;
+          }
+          out = bigger;
         }
-        out = bigger;
+        for (size_t i = 0; i < fl; i++) {
+          out[len] = f[i];
+          if (f[i] == ';' || f[i] == '\n') out[len] = ':';
+          len++;
+        }
+        out[len++] = k || nc ? ';' : ' ';
       }
-      for (size_t i = 0; i < fl; i++) {
-        out[len] = f[i];
-        if (f[i] == ';' || f[i] == '\n') out[len] = ':';
-        len++;
-      }
-      out[len++] = k ? ';' : ' ';
     }
     len += (size_t)snprintf(out + len, cap - len, "%llu\n", (unsigned long long)v); /* room: 32 */
   }

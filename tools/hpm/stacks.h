@@ -9,17 +9,27 @@
 
 #include "hpm.h"
 
-/* One frame's symbol: FUNC always (a name, or OBJECT+0xOFFSET), FILE and
-   LINE where debug information says (else NULL, 0), OBJ the object's base
-   name.  */
+/* One frame's symbol: FUNC always (a name, or OBJECT+0xOFFSET where no
+   symbol's extent holds the address), FILE and LINE where debug
+   information says (else NULL, 0), OBJ and PATH the object, ADDR the
+   return address in the traced process, OFFSET the ELF virtual address of
+   the call instruction (ADDR - 1) in OBJ (0: no object).  CHECKED: FUNC
+   is a symbol whose extent holds OFFSET (or a function DWARF says was
+   inlined there).  A return address in inlined code has a chain of
+   frames: the innermost (INLINED set) first, CALLER the function its
+   code was inlined into, the last one the function the symbol table
+   names.  */
 struct sym {
   char *func, *file;
   unsigned line;
-  const char *obj;
+  int checked, inlined;
+  const char *obj, *path; /* the object's base name and path (from the maps) */
+  uint64_t addr, offset;
+  struct sym *caller;
 };
 
 /* Symbols for the N return addresses ADDR, placed with the maps text
-   MAPS (NULL: none), into OUT.  *NFILES: object files addr2line read.
+   MAPS (NULL: none), into OUT.  *NFILES: object files libdw read.
    Returns 0, or -1 when out of memory.  Release with sym_free.  */
 int symbolize(const char *maps, const uint64_t *addr, size_t n, struct sym *out, size_t *nfiles);
 void sym_free(struct sym *s, size_t n);

@@ -1,25 +1,33 @@
 /* Symbols for the return addresses of recorded call stacks, offline: the
-   address is placed in the mapping the trace's maps chunk gives for it
+   address is placed in the mapping the trace's maps chunks give for it
    (/proc/self/maps of the traced process), turned into the ELF file's
-   virtual address through its program headers, and handed to addr2line
-   from binutils (`-f -C`: function, demangled, and file:line where the
-   file has debug information, also from a separate debug file found by
-   build-id or debuglink).  One addr2line process per object file, with
-   every address of that file at once (on a memfd: no pipe to deadlock
-   on).  addr2line rather than libdw: nothing more for hpm to link, and it
-   is installed wherever binutils is.  Return addresses are looked up one
-   byte before (the call instruction), so a call at the end of a function
-   is not named after the next one.  MIT licence.  */
+   virtual address through its program headers, and named with libdw's
+   dwfl (elfutils): the ELF symbol tables (.symtab, .dynsym, the
+   .gnu_debugdata "minidebuginfo"), the DWARF of the file or of its
+   separate debug file (by build-id under /usr/lib/debug/.build-id, or
+   debuglink) for file:line and inlined calls.
+
+   A name is accepted only when the address lies inside the symbol's
+   extent [st_value, st_value + st_size): dynamic symbols of a stripped
+   object are a sparse subset of its functions, and the nearest one below
+   an address is often not the function holding it.  Otherwise the frame
+   is `module+0xoffset`.  With DWARF, each DW_TAG_inlined_subroutine
+   holding the address is a frame of its own (the innermost first), each
+   named at the line its callee was inlined from.  Return addresses are
+   looked up one byte before (inside the call instruction), so a call at
+   the end of a function is not named after the next one.  MIT licence.  */
 #include "hpm.h"
 #include "stacks.h"
 
+#include <dlfcn.h>
+#include <dwarf.h>
 #include <elf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 struct mapping {
@@ -103,112 +111,156 @@ static uint64_t file_vaddr(const char *path, uint64_t off) {
   return v;
 }
 
-/* Run addr2line on PATH for the N virtual addresses VA; its output into
-   a malloc'd string (NULL on failure).  */
-static char *run_addr2line(const char *path, const uint64_t *va, size_t n) {
-  int in = memfd_create("hpm-addr2line", MFD_CLOEXEC), pfd[2] = { -1, -1 };
-  FILE *f = in >= 0 ? fdopen(dup(in), "w") : NULL;
-  char *out = NULL;
-  if (!f) goto done;
-  for (size_t i = 0; i < n; i++) fprintf(f, "%llx\n", (unsigned long long)va[i]);
-  if (fclose(f) != 0 || lseek(in, 0, SEEK_SET) != 0 || pipe2(pfd, O_CLOEXEC) != 0) goto done;
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (dup2(in, 0) < 0 || dup2(pfd[1], 1) < 0) _exit(127);
-    int null = open("/dev/null", O_WRONLY);
-    if (null >= 0) (void)dup2(null, 2); /* its complaints about a file are ours to report */
-    execlp("addr2line", "addr2line", "-f", "-C", "-e", path, (char *)NULL);
-    _exit(127);
-  }
-  (void)close(pfd[1]);
-  pfd[1] = -1;
-  if (pid > 0) {
-    size_t len = 0, cap = 4096;
-    out = malloc(cap);
-    for (ssize_t r; out;) {
-      if (len + 1 == cap) {
-        char *bigger = realloc(out, cap *= 2);
-        if (!bigger) break;
-        out = bigger;
-      }
-      r = read(pfd[0], out + len, cap - len - 1);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) break;
-      len += (size_t)r;
-    }
-    if (out) out[len] = 0;
-    int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-      ;
-    if (out && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
-      free(out);
-      out = NULL;
-    }
-  }
-done:
-  if (in >= 0) (void)close(in);
-  if (pfd[0] >= 0) (void)close(pfd[0]);
-  if (pfd[1] >= 0) (void)close(pfd[1]);
-  return out;
-}
-
 static const char *base_name(const char *path) {
   const char *s = strrchr(path, '/');
   return s ? s + 1 : path;
 }
 
-/* SY from addr2line's two lines for one address (FUNC, FILE_LINE), or
-   from the object and offset where it knows nothing.  */
-static void fill_sym(struct sym *sy, const char *func, const char *file_line, const char *obj, uint64_t off) {
-  if (func && strcmp(func, "??") != 0)
-    sy->func = strdup(func);
-  else {
-    char buf[512];
-    (void)snprintf(buf, sizeof buf, "%s+0x%llx", base_name(obj), (unsigned long long)off); /* a label */
-    sy->func = strdup(buf);
+/* C++ names demangled by libstdc++'s __cxa_demangle where it is installed
+   (looked up once; hpm links no C++ runtime).  A malloc'd copy.  */
+static char *demangled(const char *name) {
+  static char *(*demangle)(const char *, char *, size_t *, int *);
+  static int looked;
+  if (!looked) {
+    looked = 1;
+    void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+    demangle = h ? (char *(*)(const char *, char *, size_t *, int *))dlsym(h, "__cxa_demangle") : NULL;
   }
-  sy->obj = base_name(obj);
-  if (file_line && strncmp(file_line, "??", 2) != 0) {
-    const char *colon = strrchr(file_line, ':');
-    char *end;
-    unsigned long line = colon ? strtoul(colon + 1, &end, 10) : 0;
-    if (colon && line > 0) {
-      sy->file = strndup(file_line, (size_t)(colon - file_line));
-      sy->line = (unsigned)line;
-    }
-  }
+  int st = -1;
+  char *d = demangle && name[0] == '_' && name[1] == 'Z' ? demangle(name, NULL, NULL, &st) : NULL;
+  if (d && st == 0) return d;
+  free(d);
+  return strndup(name, strcspn(name, "@")); /* without a symbol version: "memcpy@@GLIBC_2.14" */
 }
 
+/* The name of function DIE (subprogram or inlined subroutine): its
+   linkage name when it has one (C++), else its name, through
+   DW_AT_abstract_origin and DW_AT_specification.  */
+static const char *die_name(Dwarf_Die *die) {
+  Dwarf_Attribute a;
+  const char *n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+  if (!n) n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+  if (!n) n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &a));
+  return n;
+}
+
+/* A new frame after LAST (its caller), at LAST's address, at FILE:LINE,
+   its function still to be named.  NULL when out of memory.  */
+static struct sym *push_caller(struct sym *last, const char *file, unsigned line) {
+  struct sym *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  s->addr = last->addr;
+  s->offset = last->offset;
+  s->obj = last->obj;
+  s->path = last->path;
+  s->checked = last->checked;
+  s->file = file ? strdup(file) : NULL;
+  s->line = s->file ? line : 0;
+  last->caller = s;
+  return s;
+}
+
+/* Not leaks: the names and frames below are stored in the caller's
+   struct sym (S, reached through symbolize's OUT array, which the
+   analyzer does not follow) and freed by sym_free.  */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wanalyzer-malloc-leak"
+/* The inlined calls holding VA (in MOD) as frames from S outward: S,
+   which the symbol table named, takes the innermost inlined function's
+   name (its file:line stay the line table's); each frame outward is the
+   function that call was inlined into, at the call's file:line; the last
+   is the function the symbol table named.  */
+static void inline_chain(Dwfl_Module *mod, Dwarf_Addr va, struct sym *s) {
+  Dwarf_Addr bias = 0;
+  Dwarf_Die *cu = dwfl_module_addrdie(mod, va, &bias), *inner = NULL, *scopes = NULL;
+  /* dwarf_getscopes goes from an inlined call to its abstract origin's
+     scopes; the concrete ones, the calls it was inlined into, are the
+     innermost scope's parents.  */
+  int n = cu ? dwarf_getscopes(cu, va - bias, &inner) : 0;
+  n = n > 0 ? dwarf_getscopes_die(&inner[0], &scopes) : 0;
+  free(inner);
+  Dwarf_Files *files = NULL;
+  if (n > 0 && dwarf_getsrcfiles(cu, &files, NULL) != 0) files = NULL; /* the calls then have no file */
+  char *symname = s->func;
+  struct sym *cur = s;
+  for (int i = 0; i < n && dwarf_tag(&scopes[i]) != DW_TAG_subprogram; i++) {
+    if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine) continue; /* a lexical block */
+    const char *name = die_name(&scopes[i]);
+    Dwarf_Attribute a;
+    Dwarf_Word cf = 0, cl = 0;
+    const char *file = NULL;
+    if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &a), &cl) != 0) cl = 0;
+    if (files && dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &a), &cf) == 0)
+      file = dwarf_filesrc(files, cf, NULL, NULL);
+    char *d = demangled(name ? name : "??");
+    struct sym *outer = d ? push_caller(cur, file, (unsigned)cl) : NULL;
+    if (!outer) {
+      free(d);
+      break;
+    }
+    cur->func = d;
+    cur->inlined = 1;
+    cur = outer;
+  }
+  cur->func = symname;
+  free(scopes);
+}
+
+/* Name the frame *S at VA (ELF virtual address of PATH's file, already in
+   S->offset) with module MOD; OBJ the module's name.  */
+static void name_frame(Dwfl_Module *mod, uint64_t va, struct sym *s) {
+  GElf_Sym esym;
+  GElf_Off off = 0;
+  Dwarf_Addr bias = 0;
+  if (mod && dwfl_module_getelf(mod, &bias) == NULL) mod = NULL;
+  Dwarf_Addr a = va + bias;
+  const char *name = mod ? dwfl_module_addrinfo(mod, a, &off, &esym, NULL, NULL, NULL) : NULL;
+  if (name && esym.st_size > 0 && off < esym.st_size) {
+    s->func = demangled(name);
+    s->checked = 1;
+  } else {
+    char buf[512];
+    (void)snprintf(buf, sizeof buf, "%s+0x%llx", s->obj, (unsigned long long)va); /* a label */
+    s->func = strdup(buf);
+  }
+  if (!mod || !s->func) return;
+  Dwfl_Line *ln = dwfl_module_getsrc(mod, a);
+  int lineno = 0;
+  const char *file = ln ? dwfl_lineinfo(ln, NULL, &lineno, NULL, NULL, NULL) : NULL;
+  if (file && lineno > 0) {
+    s->file = strdup(file);
+    s->line = (unsigned)lineno;
+  }
+  /* Inlined calls are named only inside a checked function: DWARF and the
+     symbol table then agree on where the code is.  */
+  if (s->checked) inline_chain(mod, a, s);
+}
+#pragma GCC diagnostic pop
+
+static const Dwfl_Callbacks dwfl_callbacks = {
+  .find_elf = dwfl_build_id_find_elf,
+  .find_debuginfo = dwfl_standard_find_debuginfo, /* build-id and debuglink, /usr/lib/debug */
+  .section_address = dwfl_offline_section_address,
+};
+
 /* Symbols for the addresses of one object file, IDX[0..N) into ADDR/OUT,
-   all in mapping M.  Returns 0, or -1 when addr2line could not be run.  */
+   all in mapping M.  Returns 0, or -1 when libdw could not read it.  */
 static int symbolize_file(const struct mapping *const *m, const uint64_t *addr, const size_t *idx, size_t n,
                           struct sym *out) {
   const char *path = m[idx[0]]->path;
-  uint64_t *va = malloc((n ? n : 1) * sizeof *va);
-  if (!va) return -1;
+  Dwfl *dwfl = dwfl_begin(&dwfl_callbacks);
+  Dwfl_Module *mod = dwfl ? dwfl_report_elf(dwfl, base_name(path), path, -1, 0, false) : NULL;
+  if (dwfl) (void)dwfl_report_end(dwfl, NULL, NULL);
   for (size_t k = 0; k < n; k++) {
     const struct mapping *mk = m[idx[k]];
-    va[k] = file_vaddr(path, addr[idx[k]] - 1 - mk->start + mk->offset);
+    struct sym *s = &out[idx[k]];
+    s->obj = base_name(path);
+    s->path = path;
+    s->offset = file_vaddr(path, addr[idx[k]] - 1 - mk->start + mk->offset);
+    name_frame(mod, s->offset, s);
   }
-  char *text = run_addr2line(path, va, n), *line = text;
-  for (size_t k = 0; k < n; k++) {
-    char *func = NULL, *fl = NULL;
-    if (line && *line) {
-      func = line;
-      line = strchr(line, '\n');
-      if (line) *line++ = 0;
-    }
-    if (line && *line) {
-      fl = line;
-      line = strchr(line, '\n');
-      if (line) *line++ = 0;
-    }
-    fill_sym(&out[idx[k]], func, fl, path, va[k]);
-  }
-  int rc = text ? 0 : -1;
-  free(text);
-  free(va);
-  return rc;
+  if (dwfl) dwfl_end(dwfl);
+  return mod ? 0 : -1;
 }
 
 static int cmp_by_path(const void *a, const void *b, void *ctx) {
@@ -225,6 +277,7 @@ int symbolize(const char *maps, const uint64_t *addr, size_t n, struct sym *out,
   size_t *idx = malloc((n ? n : 1) * sizeof *idx);
   int rc = m && idx ? 0 : -1;
   memset(out, 0, n * sizeof *out);
+  for (size_t i = 0; i < n; i++) out[i].addr = addr[i];
   for (size_t i = 0; rc == 0 && i < n; i++) {
     m[i] = addr[i] ? find_mapping(maps_v, nm, addr[i] - 1) : NULL;
     if (m[i])
@@ -242,8 +295,15 @@ int symbolize(const char *maps, const uint64_t *addr, size_t n, struct sym *out,
       ;
     if (symbolize_file(m, addr, idx + a, b - a, out) == 0) files++;
   }
-  /* Object names point into the maps text: keep one copy per name.  */
-  for (size_t i = 0; i < n; i++) out[i].obj = strdup(out[i].obj ? out[i].obj : "?");
+  /* Object names point into the maps text: keep one copy per frame.  */
+  for (size_t i = 0; i < n; i++) {
+    const char *obj = out[i].obj ? out[i].obj : "?", *path = out[i].path ? out[i].path : "";
+    for (struct sym *s = &out[i]; s; s = s->caller) {
+      s->obj = strdup(obj);
+      s->path = strdup(path);
+    }
+    if (!out[i].func) out[i].func = strdup("?");
+  }
   if (nfiles) *nfiles = files;
   free(m);
   free(idx);
@@ -254,8 +314,17 @@ int symbolize(const char *maps, const uint64_t *addr, size_t n, struct sym *out,
 
 void sym_free(struct sym *s, size_t n) {
   for (size_t i = 0; i < n; i++) {
+    for (struct sym *c = s[i].caller, *next; c; c = next) {
+      next = c->caller;
+      free(c->func);
+      free(c->file);
+      free((char *)c->obj);
+      free((char *)c->path);
+      free(c);
+    }
     free(s[i].func);
     free(s[i].file);
     free((char *)s[i].obj);
+    free((char *)s[i].path);
   }
 }

@@ -153,8 +153,8 @@ unsigned char *hpm_encode_header(unsigned char *p, const struct hpm_header *h) {
   memcpy(p, HPM_MAGIC, 8);
   p[8] = (unsigned char)(h->version ? h->version : HPM_VERSION);
   p[9] = 0;
-  p[10] = 0;
-  p[11] = 0;
+  p[10] = (unsigned char)h->flags;
+  p[11] = (unsigned char)(h->flags >> 8);
   unsigned char *body = p + HPM_FILE_HDR, *q = body;
   q = hpm_put_varint(q, h->page_size);
   q = hpm_put_varint(q, h->thp_mode);
@@ -244,6 +244,7 @@ static int read_header(const unsigned char *b, size_t len, struct hpm_header *h,
   struct cursor c = { body, body + blen, 0 };
   uint64_t cl;
   h->version = b[8];
+  h->flags = (uint32_t)(b[10] | b[11] << 8);
   if (get_varint(&c, &h->page_size) || get_varint(&c, &h->thp_mode) || get_varint(&c, &h->pid) ||
       get_varint(&c, &h->ppid) || get_varint(&c, &h->clock_id) || get_varint(&c, &h->start_ns) ||
       get_varint(&c, &h->start_realtime_ns) || get_varint(&c, &cl))

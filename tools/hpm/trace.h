@@ -14,6 +14,7 @@
 #define HPM_VERSION 1          /* a trace without call stacks */
 #define HPM_VERSION_STACKS 2   /* with call stacks: stack and maps chunks, the STACK flag */
 #define HPM_FILE_HDR 16        /* magic, version, flags, body length */
+#define HPM_HDR_F_ENDS 1       /* header flag: the recorder ends each process image with an end marker */
 #define HPM_CHUNK_HDR 36       /* see FORMAT.md */
 #define HPM_MAX_HDR_BODY (1u << 20)
 #define HPM_MAX_PAYLOAD (16u << 20)
@@ -49,6 +50,13 @@ enum hpm_kind {
 /* How the recorder unwound (the header's unwinder field).  */
 enum hpm_unwinder { HPM_UNWIND_NONE, HPM_UNWIND_FP, HPM_UNWIND_LIBGCC, HPM_UNWIND_LIBUNWIND };
 
+/* How a process image ended: an end marker (an event chunk without
+   events) holds one of these in the low 8 bits of its base_id, the exit
+   status or signal number above them.  */
+enum hpm_end { HPM_END_NONE, HPM_END_EXIT, HPM_END__EXIT, HPM_END_EXEC, HPM_END_SIGNAL };
+#define HPM_END_REASON(base_id) ((unsigned)((base_id)&0xff))
+#define HPM_END_VALUE(base_id) ((unsigned)((base_id) >> 8))
+
 /* Object references in free/realloc: 0 = NULL, 1 = not seen by the recorder.  */
 #define HPM_REF_NULL 0
 #define HPM_REF_UNKNOWN 1
@@ -70,6 +78,7 @@ struct hpm_event {
 
 struct hpm_header {
   uint32_t version;
+  uint32_t flags; /* HPM_HDR_F_* */
   uint64_t page_size;
   uint64_t thp_mode; /* 0 unknown, 1 always, 2 madvise, 3 never */
   uint64_t pid, ppid;
