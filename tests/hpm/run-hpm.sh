@@ -192,6 +192,15 @@ for a in glibc hpmalloc; do
     'int(d["ops"] > 40000 and d["alloc_failures"] == 0 and d["threads"] >= 3 and all(k in d for k in ("wall_s","peak_rss_kb","peak_live_bytes","hugepage_coverage","hugepage_regions_1g","tlb_misses","ops")))')" = 1
   check "replay under $a: peak live bytes as analyze says" test "$(jget "$W/r-$a.json" 'd["peak_live_bytes"]')" = "$(jget "$W/xt.json" 'd["peak_live_bytes"]')"
 done
+# Faithful replay: the first traced thread runs on the engine's main thread
+# (the main arena, as in the program), the others on threads of their own;
+# a single-threaded trace's heap stays in one arena.
+T "$HPM" replay "$TRACES/python3-malloc.hpmt" --allocator hpmalloc --touch none --min-time 0 --json > "$W/r1.json"
+check "replay of a single-threaded trace: every op on the main thread, one arena (hpmalloc_stats)" \
+  test "$(jget "$W/r1.json" 'int(d["threads"] == 1 and d["main_thread_ops"] == d["ops"] and d["hpmalloc"]["arenas"] == 1)')" = 1
+check "replay xthread: the first thread's ops on the main thread, the rest on others, more than one arena" \
+  test "$(jget "$W/r-hpmalloc.json" 'int(0 < d["main_thread_ops"] < d["ops"] and d["hpmalloc"]["arenas"] >= 2)')" = 1
+check "replay under glibc: no hpmalloc counters in the report" test "$(jget "$W/r-glibc.json" 'int("hpmalloc" not in d)')" = 1
 T "$HPM" replay "$W/xt.hpmt" --threads serial --touch none --tlb zen3 --min-time 0 --json > "$W/rs.json"
 check "serial replay with touch none, zen3 model" test "$(jget "$W/rs.json" 'int(d["threads"] >= 3 and d["mode"] == "serial" and d["touch"] == "none" and d["tlb_model"] == "zen3")')" = 1
 T "$HPM" replay "$W/xt.hpmt" --tlb custom:l1=32/4,l1h=16/4,l2=512/8,walk=40 --min-time 0 --json > /dev/null

@@ -336,7 +336,8 @@ static void report_text(const struct replay_cmd_opts *o, const struct config *c,
 /* The median run's JSON with the summary of every run appended.  */
 static void report_json(const struct replay_cmd_opts *o, const struct config *c, const char *json, int partial) {
   size_t len = strlen(json);
-  while (len && (json[len - 1] == '\n' || json[len - 1] == '}')) len--;
+  while (len && json[len - 1] == '\n') len--;
+  if (len && json[len - 1] == '}') len--; /* the object's own brace: a nested object's stays */
   printf("%.*s,\"runs\":%d,\"reps\":%d,\"min_time_s\":%.6g,\"partial\":%s,\"not_applied\":", (int)len, json, c->runs,
          o->policy.reps, o->policy.min_time, partial ? "true" : "false");
   json_str(stdout, c->dropped);
