@@ -268,8 +268,16 @@ check "compare text table" test -n "$(grep '^hpmalloc glibc.malloc.hugetlb=1' "$
 T "$HPM" tune "$TRACES/sort.hpmt" --reps 1 --min-time 0 --touch none > "$W/tune.txt"; rc=$?
 check "tune --reps 1: exit 0, every candidate too few runs to tell, no change recommended" test $rc -eq 0 \
   -a -n "$(grep '^no change recommended' "$W/tune.txt")" -a -n "$(grep -E '^[0-9]+ runs in' "$W/tune.txt")" \
-  -a "$(grep -c 'glibc.malloc.arena_max=.*too few runs to tell' "$W/tune.txt")" -eq 3 \
+  -a "$(grep -c 'glibc.malloc.top_pad=.*too few runs to tell: 6 needed' "$W/tune.txt")" -eq 3 \
   -a -z "$(grep '^recommended:' "$W/tune.txt")"
+# Each of the 14 candidates (15 with a hugetlb pool) is tested at 0.05 / 14
+# (Bonferroni), which 6 runs against 6 can reach and 5 cannot; arena_max cannot change the heap
+# of a trace whose operations are all on one thread, and is not searched.
+check "tune: the level corrected for the candidates, arena_max not searched on a single-threaded trace" sh -c \
+  'grep -Eq "^(14 candidates: .* p < 0.0036|15 candidates: .* p < 0.0033)" "$1" &&
+   grep -q "^arena_max not searched: every operation of this trace is on one thread" "$1" && ! grep -q "arena_max=" "$1"' _ "$W/tune.txt"
+T "$HPM" tune "$W/xt.hpmt" --search arena_max --reps 1 --min-time 0 --touch none > "$W/tunex.txt"
+check "tune: arena_max searched on a multi-threaded trace" test "$(grep -c '^  glibc.malloc.arena_max=' "$W/tunex.txt")" -eq 3
 # --- honest statistics ------------------------------------------------------------------------
 # replay repeats until the runs total --min-time (and --reps): wall and CPU
 # time as median [min-max]; JSON: every run's times.
@@ -312,7 +320,7 @@ check "tune --null-test: no change recommended in $nulls of 10 tries" test $null
 # ... and a real effect is recommended: the modelled TLB cycles of a 222 MiB
 # buffer fall 400-fold on transparent huge pages.
 if [ -n "$THP" ] && ! echo "$THP" | grep -q '\[never\]'; then
-  T "$HPM" tune "$TRACES/sort.hpmt" --objective tlb --search hugetlb --min-time 0 > "$W/tlbtune.txt"
+  T "$HPM" tune "$TRACES/sort.hpmt" --objective tlb --search hugetlb --reps 5 --min-time 0 > "$W/tlbtune.txt"
   check "tune --objective tlb: hugetlb=1 (or 2, with a hugetlb pool) recommended after the final check" sh -c \
     'grep -q "^final check" "$1" && grep -Eq "^recommended: GLIBC_TUNABLES=glibc.malloc.hugetlb=[12] " "$1"' _ "$W/tlbtune.txt"
 fi

@@ -6,12 +6,14 @@
 #include "stats.h"
 #include "svg.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define MAX_CONFIGS 32
+#define COMPARE_ALPHA 0.05 /* the two-sided test's level for "faster" and "slower" */
 
 /* ======================================================================== options */
 struct config_list {
@@ -212,9 +214,19 @@ static void print_header(const struct compare_opts *o, int partial) {
   printf(" interleaved runs each (at least %d and %.2g s of replay)%s\n", o->policy.reps, o->policy.min_time,
          partial ? "; PARTIAL: interrupted, the runs finished so far" : "");
   printf("speed-up: %s's median %s over each one's, with its 95%% bootstrap confidence\n"
-         "interval; ~ marks an interval that holds 1 (no difference beyond the noise).\n"
+         "interval and a word: faster or slower when the interval excludes 1 and a two-sided\n"
+         "Mann-Whitney U test gives p < 0.05, else ~ (no difference beyond the noise).\n"
          "Times: median [min-max] over the runs; the other columns: medians.\n\n",
          cfg[0].label, metric_words[o->metric]);
+}
+
+/* The word for a speed-up V (base / c, above 1 when c is faster): c is
+   "faster", "slower", or "~" when the interval holds 1 or the two-sided
+   Mann-Whitney U test gives p >= COMPARE_ALPHA.  */
+static const char *speedup_word(const struct verdict *v) {
+  struct verdict c = { v->ratio > 0 ? 1 / v->ratio : HUGE_VAL, v->hi > 0 ? 1 / v->hi : 0, v->lo > 0 ? 1 / v->lo : HUGE_VAL,
+                       v->p };
+  return verdict_word(&c, COMPARE_ALPHA);
 }
 
 static void print_speedup(const struct compare_opts *o, const struct config *c, char *buf, size_t n) {
@@ -231,7 +243,7 @@ static void print_speedup(const struct compare_opts *o, const struct config *c, 
   }
   compare_configs(base, c, m, &v); /* base / c: above 1 when c is faster */
   /* a table cell: truncation is harmless */
-  (void)snprintf(buf, n, "%.2fx [%.2f-%.2f]%s", v.ratio, v.lo, v.hi, v.lo <= 1 && v.hi >= 1 ? " ~" : "");
+  (void)snprintf(buf, n, "%.2fx [%.2f-%.2f] %s", v.ratio, v.lo, v.hi, speedup_word(&v));
 }
 
 static void print_table(const struct compare_opts *o) {
@@ -302,9 +314,10 @@ static void print_config_json(const struct compare_opts *o, const struct config 
   if (c != &o->list.cfg[0] && c->runs && o->list.cfg[0].runs) {
     struct verdict v;
     compare_configs(&o->list.cfg[0], c, m, &v);
-    printf(",\"speedup\":%.6g,\"speedup_ci95\":[%.6g,%.6g]", v.ratio, v.lo, v.hi);
+    printf(",\"speedup\":%.6g,\"speedup_ci95\":[%.6g,%.6g],\"p_two_sided\":%.6g,\"verdict\":\"%s\"", v.ratio, v.lo,
+           v.hi, v.p, speedup_word(&v));
   } else
-    printf(",\"speedup\":1,\"speedup_ci95\":[1,1]");
+    printf(",\"speedup\":1,\"speedup_ci95\":[1,1],\"p_two_sided\":1,\"verdict\":\"baseline\"");
   printf(",\"runs\":[");
   for (int r = 0; r < c->runs; r++) {
     printf("%s", r ? "," : "");

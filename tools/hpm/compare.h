@@ -92,8 +92,12 @@ int sigint_caught(void);
 struct verdict {
   double ratio;  /* median(A) / median(B) */
   double lo, hi; /* its 95% bootstrap interval */
-  double p;      /* one-sided Mann-Whitney U: A's values below B's */
+  double p;      /* two-sided Mann-Whitney U: A's and B's values differ */
 };
+/* A verdict in a word, for metric values where lower is better: "faster"
+   (A's below B's), "slower", or "~" (no difference beyond the noise: the
+   interval holds 1 or p >= ALPHA).  */
+const char *verdict_word(const struct verdict *v, double alpha);
 void compare_configs(const struct config *a, const struct config *b, enum metric m, struct verdict *v);
 
 /* Metric M's value V for people: "92.4 ms", "12.3 MiB", "14.0 k".  */

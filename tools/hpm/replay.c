@@ -211,6 +211,18 @@ static int wait_engine(pid_t pid, const struct replay_opts *o) {
   return -1;
 }
 
+uint32_t replay_image_busy_threads(int fd) {
+  struct img_hdr h;
+  uint32_t busy = 0;
+  if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || memcmp(h.magic, IMG_MAGIC, 8) != 0) return 0;
+  for (uint32_t t = 0; t < h.nthreads; t++) {
+    struct img_thread th;
+    if (pread(fd, &th, sizeof th, (off_t)(h.off_threads + t * sizeof th)) != (ssize_t)sizeof th) return 0;
+    busy += th.nops > 0;
+  }
+  return busy;
+}
+
 int replay_run(int fd, const struct replay_opts *o, char *out, size_t outlen) {
   char *lib = find_allocator(o->allocator);
   int pfd[2], rc = -1;

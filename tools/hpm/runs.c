@@ -152,7 +152,12 @@ void compare_configs(const struct config *a, const struct config *b, enum metric
   config_values(b, m, vb);
   v->ratio = b->med[m] > 0 ? a->med[m] / b->med[m] : 1;
   stats_ratio_ci(va, a->runs, vb, b->runs, 0.95, BOOT_RESAMPLES, BOOT_SEED, &v->lo, &v->hi);
-  v->p = stats_mwu_less(va, a->runs, vb, b->runs);
+  v->p = stats_mwu_two_sided(va, a->runs, vb, b->runs);
+}
+
+const char *verdict_word(const struct verdict *v, double alpha) {
+  if (v->p >= alpha || (v->lo <= 1 && v->hi >= 1)) return "~";
+  return v->ratio < 1 ? "faster" : "slower";
 }
 
 void fmt_metric(enum metric m, double v, char *buf, size_t n) {
