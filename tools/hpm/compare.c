@@ -216,7 +216,8 @@ static void print_header(const struct compare_opts *o, int partial) {
   printf("speed-up: %s's median %s over each one's, with its 95%% bootstrap confidence\n"
          "interval and a word: faster or slower when the interval excludes 1 and a two-sided\n"
          "Mann-Whitney U test gives p < 0.05, else ~ (no difference beyond the noise).\n"
-         "Times: median [min-max] over the runs; the other columns: medians.\n\n",
+         "Times: median [min-max] over the runs; the other columns: medians.  op mean: the\n"
+         "time per operation less the clock's own cost; op p99: as measured, clock included.\n\n",
          cfg[0].label, metric_words[o->metric]);
 }
 
@@ -257,19 +258,19 @@ static void print_table(const struct compare_opts *o) {
   (void)snprintf(head, sizeof head, "speed-up (%s)", m == M_CPU ? "cpu" : "wall");
   printf("%-*s %4s  ", w, "configuration", "runs");
   print_cell(m == M_CPU ? "cpu time" : "wall time", 26);
-  print_cell(head, 22);
+  print_cell(head, 27);
   print_cell(m == M_CPU ? "wall time" : "cpu time", 10);
-  printf(" %8s %8s %7s %9s %8s %9s %9s\n", "op p50", "op p99", "faults", "peak RSS", "huge cov", "TLB walks",
+  printf(" %8s %8s %7s %9s %8s %9s %9s\n", "op mean", "op p99", "faults", "peak RSS", "huge cov", "TLB walks",
          "walks 4K");
   for (int c = 0; c < n; c++) {
-    static const enum metric rest[] = { M_P50, M_P99, M_FAULTS, M_PEAK_RSS, M_COVERAGE, M_TLB, M_TLB_4K };
+    static const enum metric rest[] = { M_MEAN, M_P99, M_FAULTS, M_PEAK_RSS, M_COVERAGE, M_TLB, M_TLB_4K };
     static const int width[] = { 8, 8, 7, 9, 8, 9, 9 };
     char cell[600];
     printf("%-*.*s %4d  ", w, w, cfg[c].label, cfg[c].runs);
     fmt_spread(&cfg[c], m, cell, sizeof cell);
     print_cell(cell, 26);
     print_speedup(o, &cfg[c], cell, sizeof cell);
-    print_cell(cell, 22);
+    print_cell(cell, 27);
     fmt_metric(other, cfg[c].med[other], cell, sizeof cell);
     print_cell(cell, 10);
     for (size_t k = 0; k < sizeof rest / sizeof *rest; k++) {

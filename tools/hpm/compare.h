@@ -17,7 +17,7 @@
 enum metric {
   M_WALL,
   M_CPU,
-  M_P50,
+  M_MEAN, /* time per op, the clock's cost taken out */
   M_P99,
   M_FAULTS,
   M_PEAK_RSS,

@@ -23,7 +23,7 @@
 const char *const metric_names[NMETRICS] = {
   "wall_s",
   "cpu_s",
-  "ns_p50",
+  "ns_mean",
   "ns_p99",
   "minor_faults",
   "peak_rss_kb",
@@ -164,7 +164,7 @@ void fmt_metric(enum metric m, double v, char *buf, size_t n) {
   switch (m) {
   case M_WALL:
   case M_CPU: fmt_seconds(v, buf, n); break;
-  case M_P50:
+  case M_MEAN:
   case M_P99: fmt_seconds(v * 1e-9, buf, n); break;
   case M_PEAK_RSS: fmt_bytes(v * 1024, buf, n); break;
   case M_PEAK_LIVE: fmt_bytes(v, buf, n); break;
