@@ -200,6 +200,10 @@ static void row_note(const struct config *c, char *buf, size_t n) {
   buf[0] = 0;
   if (c->dropped[0]) /* a note: truncation is harmless */
     (void)snprintf(buf, n, "not applied: %.400s (%.100s %s)", c->dropped, c->alloc, allocator_reads_text(c->alloc));
+  size_t l = strlen(buf);
+  if (c->med[M_FALLBACK_HUGETLB] > 0 || c->med[M_FALLBACK_THP] > 0)
+    (void)snprintf(buf + l, n - l, "%sfallbacks: %.0f hugetlb mappings failed, %.0f THP advice refused: the coverage "
+                   "is not of the pages asked for", l ? "; " : "", c->med[M_FALLBACK_HUGETLB], c->med[M_FALLBACK_THP]);
 }
 
 static void print_header(const struct compare_opts *o, int partial) {

@@ -28,6 +28,8 @@ enum metric {
   M_TLB,
   M_TLB_CYCLES,
   M_FAILURES,
+  M_FALLBACK_HUGETLB, /* hpmalloc's: hugetlb mappings that failed, replaced by THP or base pages */
+  M_FALLBACK_THP,     /* hpmalloc's: MADV_HUGEPAGE refused, base pages used */
   NMETRICS
 };
 extern const char *const metric_names[NMETRICS];

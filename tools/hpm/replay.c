@@ -344,6 +344,11 @@ static void report_text(const struct replay_cmd_opts *o, const struct config *c,
   fmt_spread(c, M_CPU, buf, sizeof buf);
   printf("%-32s %s\n", "CPU time", buf);
   print_text(json);
+  double fh = 0, ft = 0;
+  if (!json_get_num(json, "fallbacks_hugetlb", &fh) && !json_get_num(json, "fallbacks_thp", &ft) && (fh > 0 || ft > 0))
+    printf("note: the huge-page coverage above is not all of the pages asked for: %.0f hugetlb mapping%s failed\n"
+           "and fell back to THP or base pages; %.0f MADV_HUGEPAGE refusal%s left base pages (hpmalloc_stats)\n",
+           fh, fh == 1 ? "" : "s", ft, ft == 1 ? "" : "s");
 }
 
 /* The median run's JSON with the summary of every run appended.  */
