@@ -263,6 +263,8 @@ check "analyze --svg: sizes.svg on a log size axis, objects and bytes in panels 
   'grep -q "request size (log scale" "$1" && grep -q ">Objects allocated" "$1" && grep -q ">Bytes requested" "$1"' _ "$W/svg/sizes.svg"
 T "$HPM" compare "$TRACES/xthread.hpmt" --reps 2 --min-time 0 --touch first --json --svg "$W/cmp.svg" > "$W/cmp.json" 2> "$W/cmp.err"
 check "compare --svg: says it wrote the chart" grep -qx "hpm compare: wrote $W/cmp.svg" "$W/cmp.err"
+check "compare without a terminal: a progress line per configuration on stderr, then one when measured" sh -c \
+  'test "$(grep -c "^hpm compare: .*: first run " "$1")" -eq 4 && grep -q "^hpm compare: 4 configurations measured, 2 runs each" "$1"' _ "$W/cmp.err"
 check "compare --svg: renders (rsvg-convert)" rsvg-convert "$W/cmp.svg" -o "$W/cmp.png"
 check "compare --svg: four panels (time ratio, RSS, coverage, TLB walks), each saying which way is better" \
   $PY "$ROOT/tests/hpm/check-svg.py" "$W/cmp.svg" --panels 4
@@ -379,7 +381,7 @@ check "compare, Ctrl-C (the process group): exit $rc, partial JSON with the fini
   "$(jget "$W/int.out" 'int(d["partial"] and sum(len(c["runs"]) for c in d["configs"]) >= 1)')" = 1
 check "compare, Ctrl-C: no replay reported as failed, progress lines only" sh -c \
   '! grep -v "^hpm compare: .*\(first run\|measured\)" "$1"' _ "$W/int.err"
-check "compare without a terminal: a progress line per configuration on stderr" test "$(grep -c '^hpm compare: .*: first run ' "$W/int.err")" -eq 4
+
 interrupt hpm "$HPM" compare "$TRACES/sort.hpmt" --min-time 60; rc=$?
 check "compare, SIGINT to hpm alone: exit $rc, the table marked PARTIAL" sh -c \
   'test $1 -eq 130 && grep -q "PARTIAL: interrupted" "$2" && grep -Eq "^hpmalloc +[1-9]" "$2"' _ $rc "$W/int.out"
@@ -508,6 +510,8 @@ check "doctor: base pages take the 2379 MiB of free fragments first (buddyinfo b
 check "doctor --root implies --quick; verdicts: THP yes, hugetlb no (empty pool, says how to fill it)" test "$(jget "$W/dvm.json" \
   'int(d["measured"] is None and [v["usable"] for v in d["verdicts"]] == [True, True, False] and "echo 512 > /proc/sys/vm/nr_hugepages" in d["verdicts"][2]["reason"])')" = 1
 check "doctor: a 1 GiB heap in this VM: hugetlb=1 and a trim threshold" test "$(jget "$W/dvm.json" 'd["recommended"]["glibc_tunables"]')" = "glibc.malloc.hugetlb=1:glibc.malloc.trim_threshold=134217728"
+check "doctor: every verdict carries its caveats; hugetlb=2's name fork, SIGBUS and the fallback" test "$(jget "$W/dvm.json" \
+  'int(all(v["caveats"] for v in d["verdicts"]) and all(w in d["verdicts"][2]["caveats"] for w in ("fork", "SIGBUS", "falls back to THP")))')" = 1
 T "$HPM" doctor --root "$DOC/metal-pool" --heap 2G --json > "$W/dmp.json"
 check "doctor --root (bare metal, pools): pools by size, defer, max_ptes_none 0" test "$(jget "$W/dmp.json" \
   'int([(p["size_kb"], p["free"], p["reserved"]) for p in d["settings"]["hugetlb"]["pools"]] == [(2048, 1000, 8), (1048576, 4, 0)] and d["settings"]["thp"]["defrag"] == "defer" and d["settings"]["vm"]["virtio_balloon"] is False and d["settings"]["overcommit_memory"] == 2)')" = 1

@@ -441,6 +441,19 @@ static void measure(const struct settings *s, struct measured *m) {
 }
 
 /* --- verdicts ---------------------------------------------------------------- */
+/* What each mode costs besides its gain, whatever the machine: stated with
+   every verdict (malloc/region.c is the source of mode 2's behaviour).  */
+static const char *const caveats[3] = {
+  "every page a 4 KiB TLB entry",
+  "RSS grows by whole 2 MiB pages (a page is faulted whole), and with khugepaged's max_ptes_none at 511 pages "
+  "trimmed from inside a huge range can come back; THP allocation may stall on compaction (defrag)",
+  "the pool's pages are taken from the system when reserved, whether used or not; hpmalloc maps the heap "
+  "MAP_NORESERVE and populates each page as it commits it, so a dry pool falls back to THP then base pages "
+  "(counted in hpmalloc_stats) instead of raising SIGBUS; but after fork a write to a shared page needs a free pool "
+  "page: with the pool empty the child is killed by SIGBUS (the kernel keeps the page for the parent); the heap is "
+  "not charged to overcommit, the pool is its limit",
+};
+
 struct verdict {
   int usable;
   char reason[512];
@@ -611,9 +624,12 @@ static void text_report(const struct settings *s, const struct measured *m, cons
   if (m) text_measured(m);
   printf("\n");
   for (int i = 0; i < 3; i++)
-    printf("hugetlb=%-15s %-4s %s\n", names[i], a->mode[i].usable ? "yes" : "no", a->mode[i].reason);
+    printf("hugetlb=%-15s %-4s %s\n%24s caveats: %s\n", names[i], a->mode[i].usable ? "yes" : "no", a->mode[i].reason,
+           "", caveats[i]);
   printf("\nfor a heap of %llu MiB: GLIBC_TUNABLES=%s\n  (%s)\n", (unsigned long long)(heap >> 20), a->tunables,
          a->why);
+  int mode = strstr(a->tunables, "hugetlb=2") ? 2 : strstr(a->tunables, "hugetlb=1") ? 1 : 0;
+  printf("  caveats of hugetlb=%d: %s\n", mode, caveats[mode]);
 }
 
 static void json_num(const char *key, double v, int comma) {
@@ -670,6 +686,8 @@ static void json_report(const struct settings *s, const struct measured *m, cons
   for (int i = 0; i < 3; i++) {
     printf("%s{\"hugetlb\":%d,\"usable\":%s,\"reason\":", i ? "," : "", i, a->mode[i].usable ? "true" : "false");
     json_str(stdout, a->mode[i].reason);
+    printf(",\"caveats\":");
+    json_str(stdout, caveats[i]);
     printf("}");
   }
   printf("],\"recommended\":{\"heap_bytes\":%llu,\"glibc_tunables\":", (unsigned long long)heap);
