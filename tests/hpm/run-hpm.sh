@@ -524,9 +524,11 @@ check "doctor text: settings, a verdict per mode, the tunables line" sh -c 'grep
 T "$HPM" doctor --quick --json > "$W/dq.json"
 check "doctor --quick here: the settings of this machine, nothing measured" test "$(jget "$W/dq.json" \
   'int(d["measured"] is None and d["settings"]["thp"]["enabled"] in ("always", "madvise", "never", "") and len(d["verdicts"]) == 3)')" = 1
-T "$HPM" doctor --json --heap 64M > "$W/dm.json"; rc=$?
+T "$HPM" doctor --json --heap 64M --repeat 2 > "$W/dm.json"; rc=$?
 check "doctor (measured): exit $rc, first-touch and TLB figures present and positive" test $rc -eq 0 -a "$(jget "$W/dm.json" \
   'int(all(d["measured"]["first_touch_ms_per_2m"][k] > 0 for k in ("base_cold", "base_warm", "thp_cold", "thp_warm")) and d["measured"]["tlb"]["ns_4k"] > 0 and d["recommended"]["heap_bytes"] == 64 << 20)')" = 1
+check "doctor --repeat 2: each figure the median of 2, within its range" test "$(jget "$W/dm.json" \
+  'int((lambda m: m["repeats"] == 2 and all(m["range"][k][0] <= m["first_touch_ms_per_2m"][k] <= m["range"][k][1] for k in ("base_cold", "base_warm", "thp_cold", "thp_warm")) and m["range"]["walk_ns"][0] <= m["tlb"]["walk_ns"] <= m["range"]["walk_ns"][1])(d["measured"]))')" = 1
 out=$(T "$HPM" doctor --root /nonexistent 2>&1); rc=$?
 check "doctor --root of a missing directory: exit $rc" test $rc -eq 1 -a -n "$(echo "$out" | grep /nonexistent)"
 usage_error "doctor --heap not a size" "bad value for --heap: 'lots'" doctor --heap lots
