@@ -192,6 +192,15 @@ for a in glibc hpmalloc; do
     'int(d["ops"] > 40000 and d["alloc_failures"] == 0 and d["threads"] >= 3 and all(k in d for k in ("wall_s","peak_rss_kb","peak_live_bytes","hugepage_coverage","hugepage_regions_1g","tlb_misses","ops")))')" = 1
   check "replay under $a: peak live bytes as analyze says" test "$(jget "$W/r-$a.json" 'd["peak_live_bytes"]')" = "$(jget "$W/xt.json" 'd["peak_live_bytes"]')"
 done
+# Faithful replay: the first traced thread runs on the engine's main thread
+# (the main arena, as in the program), the others on threads of their own;
+# a single-threaded trace's heap stays in one arena.
+T "$HPM" replay "$TRACES/python3-malloc.hpmt" --allocator hpmalloc --touch none --min-time 0 --json > "$W/r1.json"
+check "replay of a single-threaded trace: every op on the main thread, one arena (hpmalloc_stats)" \
+  test "$(jget "$W/r1.json" 'int(d["threads"] == 1 and d["main_thread_ops"] == d["ops"] and d["hpmalloc"]["arenas"] == 1)')" = 1
+check "replay xthread: the first thread's ops on the main thread, the rest on others, more than one arena" \
+  test "$(jget "$W/r-hpmalloc.json" 'int(0 < d["main_thread_ops"] < d["ops"] and d["hpmalloc"]["arenas"] >= 2)')" = 1
+check "replay under glibc: no hpmalloc counters in the report" test "$(jget "$W/r-glibc.json" 'int("hpmalloc" not in d)')" = 1
 T "$HPM" replay "$W/xt.hpmt" --threads serial --touch none --tlb zen3 --min-time 0 --json > "$W/rs.json"
 check "serial replay with touch none, zen3 model" test "$(jget "$W/rs.json" 'int(d["threads"] >= 3 and d["mode"] == "serial" and d["touch"] == "none" and d["tlb_model"] == "zen3")')" = 1
 T "$HPM" replay "$W/xt.hpmt" --tlb custom:l1=32/4,l1h=16/4,l2=512/8,walk=40 --min-time 0 --json > /dev/null
@@ -224,6 +233,16 @@ else
   echo "skip hugetlb=1 coverage: THP unavailable ($THP)"
 fi
 
+# hugetlb=2 with an empty pool: hpmalloc falls back to THP, and the report
+# says the coverage is not of the pages asked for.
+if [ "$(cat /proc/sys/vm/nr_hugepages)" = 0 ] && [ -d /sys/kernel/mm/hugepages/hugepages-2048kB ]; then
+  T "$HPM" replay "$TRACES/python3-malloc.hpmt" --allocator hpmalloc --tunables glibc.malloc.hugetlb=2 --min-time 0 > "$W/rfb.txt"
+  check "hugetlb=2, empty pool: the report says the coverage came from a fallback" \
+    grep -q "^note: the huge-page coverage above is not all of the pages asked for: [1-9][0-9]* hugetlb mapping" "$W/rfb.txt"
+else
+  echo "skip the fallback note: a hugetlb pool is reserved"
+fi
+
 # --- analyze, compare, tune, tlbcost ---------------------------------------------------------
 T "$HPM" analyze "$W/xt.hpmt" --svg "$W/svg" > "$W/an.txt" 2> "$W/an.err"
 check "analyze text: sections present" test -n "$(grep 'size histogram' "$W/an.txt")" -a -n "$(grep 'lifetime histogram' "$W/an.txt")" -a -n "$(grep 'allocating thread' "$W/an.txt")" -a -n "$(grep 'peak live bytes' "$W/an.txt")"
@@ -244,6 +263,8 @@ check "analyze --svg: sizes.svg on a log size axis, objects and bytes in panels 
   'grep -q "request size (log scale" "$1" && grep -q ">Objects allocated" "$1" && grep -q ">Bytes requested" "$1"' _ "$W/svg/sizes.svg"
 T "$HPM" compare "$TRACES/xthread.hpmt" --reps 2 --min-time 0 --touch first --json --svg "$W/cmp.svg" > "$W/cmp.json" 2> "$W/cmp.err"
 check "compare --svg: says it wrote the chart" grep -qx "hpm compare: wrote $W/cmp.svg" "$W/cmp.err"
+check "compare without a terminal: a progress line per configuration on stderr, then one when measured" sh -c \
+  'test "$(grep -c "^hpm compare: .*: first run " "$1")" -eq 4 && grep -q "^hpm compare: 4 configurations measured, 2 runs each" "$1"' _ "$W/cmp.err"
 check "compare --svg: renders (rsvg-convert)" rsvg-convert "$W/cmp.svg" -o "$W/cmp.png"
 check "compare --svg: four panels (time ratio, RSS, coverage, TLB walks), each saying which way is better" \
   $PY "$ROOT/tests/hpm/check-svg.py" "$W/cmp.svg" --panels 4
@@ -259,8 +280,16 @@ check "compare text table" test -n "$(grep '^hpmalloc glibc.malloc.hugetlb=1' "$
 T "$HPM" tune "$TRACES/sort.hpmt" --reps 1 --min-time 0 --touch none > "$W/tune.txt"; rc=$?
 check "tune --reps 1: exit 0, every candidate too few runs to tell, no change recommended" test $rc -eq 0 \
   -a -n "$(grep '^no change recommended' "$W/tune.txt")" -a -n "$(grep -E '^[0-9]+ runs in' "$W/tune.txt")" \
-  -a "$(grep -c 'glibc.malloc.arena_max=.*too few runs to tell' "$W/tune.txt")" -eq 3 \
+  -a "$(grep -c 'glibc.malloc.top_pad=.*too few runs to tell: 6 needed' "$W/tune.txt")" -eq 3 \
   -a -z "$(grep '^recommended:' "$W/tune.txt")"
+# Each of the 14 candidates (15 with a hugetlb pool) is tested at 0.05 / 14
+# (Bonferroni), which 6 runs against 6 can reach and 5 cannot; arena_max cannot change the heap
+# of a trace whose operations are all on one thread, and is not searched.
+check "tune: the level corrected for the candidates, arena_max not searched on a single-threaded trace" sh -c \
+  'grep -Eq "^(14 candidates: .* p < 0.0036|15 candidates: .* p < 0.0033)" "$1" &&
+   grep -q "^arena_max not searched: every operation of this trace is on one thread" "$1" && ! grep -q "arena_max=" "$1"' _ "$W/tune.txt"
+T "$HPM" tune "$W/xt.hpmt" --search arena_max --reps 1 --min-time 0 --touch none > "$W/tunex.txt"
+check "tune: arena_max searched on a multi-threaded trace" test "$(grep -c '^  glibc.malloc.arena_max=' "$W/tunex.txt")" -eq 3
 # --- honest statistics ------------------------------------------------------------------------
 # replay repeats until the runs total --min-time (and --reps): wall and CPU
 # time as median [min-max]; JSON: every run's times.
@@ -303,7 +332,7 @@ check "tune --null-test: no change recommended in $nulls of 10 tries" test $null
 # ... and a real effect is recommended: the modelled TLB cycles of a 222 MiB
 # buffer fall 400-fold on transparent huge pages.
 if [ -n "$THP" ] && ! echo "$THP" | grep -q '\[never\]'; then
-  T "$HPM" tune "$TRACES/sort.hpmt" --objective tlb --search hugetlb --min-time 0 > "$W/tlbtune.txt"
+  T "$HPM" tune "$TRACES/sort.hpmt" --objective tlb --search hugetlb --reps 5 --min-time 0 > "$W/tlbtune.txt"
   check "tune --objective tlb: hugetlb=1 (or 2, with a hugetlb pool) recommended after the final check" sh -c \
     'grep -q "^final check" "$1" && grep -Eq "^recommended: GLIBC_TUNABLES=glibc.malloc.hugetlb=[12] " "$1"' _ "$W/tlbtune.txt"
 fi
@@ -318,6 +347,12 @@ usage_error "compare --config out of range" "--config: malloc.perturb=300: out o
   compare "$TRACES/sort.hpmt" --config glibc --config hpmalloc:malloc.perturb=300
 usage_error "compare --tunables: each entry checked" "--tunables: glibc.malloc.top_pad=12x: not a number" \
   compare "$TRACES/sort.hpmt" --tunables -,glibc.malloc.top_pad=12x
+usage_error "--tunables hugetlb=7: a mode or an offered page size, the valid ones named" \
+  "--tunables: glibc.malloc.hugetlb=7: out of range (0 off, 1 THP, 2 hugetlbfs, or a hugetlb page size" \
+  replay "$TRACES/sort.hpmt" --tunables glibc.malloc.hugetlb=7
+usage_error "--tunables hpmalloc.hugetlb_size=4096: not a hugetlb page size" \
+  "--tunables: hpmalloc.hugetlb_size=4096: out of range (0 the default, or a hugetlb page size" \
+  compare "$TRACES/sort.hpmt" --tunables -,hpmalloc.hugetlb_size=4096
 usage_error "--min-time not a number" "--min-time: bad value 'soon' (expected seconds, a number from 0 to 3600" \
   compare "$TRACES/sort.hpmt" --min-time soon
 usage_error "tune --search names the tunables" "--search: bad value 'hugepages' (expected a comma-separated list of hugetlb," \
@@ -344,7 +379,9 @@ interrupt() {
 interrupt group "$HPM" compare "$TRACES/sort.hpmt" --min-time 60 --json; rc=$?
 check "compare, Ctrl-C (the process group): exit $rc, partial JSON with the finished runs" test $rc -eq 130 -a \
   "$(jget "$W/int.out" 'int(d["partial"] and sum(len(c["runs"]) for c in d["configs"]) >= 1)')" = 1
-check "compare, Ctrl-C: no replay reported as failed" test ! -s "$W/int.err"
+check "compare, Ctrl-C: no replay reported as failed, progress lines only" sh -c \
+  '! grep -v "^hpm compare: .*\(first run\|measured\)" "$1"' _ "$W/int.err"
+
 interrupt hpm "$HPM" compare "$TRACES/sort.hpmt" --min-time 60; rc=$?
 check "compare, SIGINT to hpm alone: exit $rc, the table marked PARTIAL" sh -c \
   'test $1 -eq 130 && grep -q "PARTIAL: interrupted" "$2" && grep -Eq "^hpmalloc +[1-9]" "$2"' _ $rc "$W/int.out"
@@ -539,6 +576,8 @@ check "doctor: base pages take the 2379 MiB of free fragments first (buddyinfo b
 check "doctor --root implies --quick; verdicts: THP yes, hugetlb no (empty pool, says how to fill it)" test "$(jget "$W/dvm.json" \
   'int(d["measured"] is None and [v["usable"] for v in d["verdicts"]] == [True, True, False] and "echo 512 > /proc/sys/vm/nr_hugepages" in d["verdicts"][2]["reason"])')" = 1
 check "doctor: a 1 GiB heap in this VM: hugetlb=1 and a trim threshold" test "$(jget "$W/dvm.json" 'd["recommended"]["glibc_tunables"]')" = "glibc.malloc.hugetlb=1:glibc.malloc.trim_threshold=134217728"
+check "doctor: every verdict carries its caveats; hugetlb=2's name fork, SIGBUS and the fallback" test "$(jget "$W/dvm.json" \
+  'int(all(v["caveats"] for v in d["verdicts"]) and all(w in d["verdicts"][2]["caveats"] for w in ("fork", "SIGBUS", "falls back to THP")))')" = 1
 T "$HPM" doctor --root "$DOC/metal-pool" --heap 2G --json > "$W/dmp.json"
 check "doctor --root (bare metal, pools): pools by size, defer, max_ptes_none 0" test "$(jget "$W/dmp.json" \
   'int([(p["size_kb"], p["free"], p["reserved"]) for p in d["settings"]["hugetlb"]["pools"]] == [(2048, 1000, 8), (1048576, 4, 0)] and d["settings"]["thp"]["defrag"] == "defer" and d["settings"]["vm"]["virtio_balloon"] is False and d["settings"]["overcommit_memory"] == 2)')" = 1
@@ -551,9 +590,11 @@ check "doctor text: settings, a verdict per mode, the tunables line" sh -c 'grep
 T "$HPM" doctor --quick --json > "$W/dq.json"
 check "doctor --quick here: the settings of this machine, nothing measured" test "$(jget "$W/dq.json" \
   'int(d["measured"] is None and d["settings"]["thp"]["enabled"] in ("always", "madvise", "never", "") and len(d["verdicts"]) == 3)')" = 1
-T "$HPM" doctor --json --heap 64M > "$W/dm.json"; rc=$?
+T "$HPM" doctor --json --heap 64M --repeat 2 > "$W/dm.json"; rc=$?
 check "doctor (measured): exit $rc, first-touch and TLB figures present and positive" test $rc -eq 0 -a "$(jget "$W/dm.json" \
   'int(all(d["measured"]["first_touch_ms_per_2m"][k] > 0 for k in ("base_cold", "base_warm", "thp_cold", "thp_warm")) and d["measured"]["tlb"]["ns_4k"] > 0 and d["recommended"]["heap_bytes"] == 64 << 20)')" = 1
+check "doctor --repeat 2: each figure the median of 2, within its range" test "$(jget "$W/dm.json" \
+  'int((lambda m: m["repeats"] == 2 and all(m["range"][k][0] <= m["first_touch_ms_per_2m"][k] <= m["range"][k][1] for k in ("base_cold", "base_warm", "thp_cold", "thp_warm")) and m["range"]["walk_ns"][0] <= m["tlb"]["walk_ns"] <= m["range"]["walk_ns"][1])(d["measured"]))')" = 1
 out=$(T "$HPM" doctor --root /nonexistent 2>&1); rc=$?
 check "doctor --root of a missing directory: exit $rc" test $rc -eq 1 -a -n "$(echo "$out" | grep /nonexistent)"
 usage_error "doctor --heap not a size" "bad value for --heap: 'lots'" doctor --heap lots

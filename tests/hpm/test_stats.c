@@ -94,6 +94,37 @@ Test(mwu, level_under_the_null) {
   cr_expect(rejected <= 22, "%d of 1000 rejected at 1%%", rejected);
 }
 
+/* Two-sided: twice the smaller tail, whichever way the samples differ.  */
+Test(mwu, two_sided) {
+  double a[] = { 1, 2, 3, 4, 5 }, b[] = { 6, 7, 8, 9, 10 }, c[] = { 1, 3, 5 }, d[] = { 2, 4, 6 };
+  cr_expect_float_eq(stats_mwu_two_sided(a, 5, b, 5), 2.0 / 252, 1e-12, "a below b");
+  cr_expect_float_eq(stats_mwu_two_sided(b, 5, a, 5), 2.0 / 252, 1e-12, "b above a: the same p, not 1");
+  cr_expect_float_eq(stats_mwu_two_sided(c, 3, d, 3), 14.0 / 20, 1e-12, "U = 6: twice 7/20");
+  cr_expect_float_eq(stats_mwu_two_sided(a, 3, a, 3), 1.0, 1e-12, "the same values: capped at 1");
+  cr_expect_eq(stats_mwu_min_runs(0.01), 5, "5 against 5: 2/252 = 0.0079 < 0.01; 4 against 4: 2/70");
+  cr_expect_eq(stats_mwu_min_runs(0.05 / 17), 6, "2/924 = 0.0022 < 0.0029; 5: 0.0079");
+  cr_expect_eq(stats_mwu_min_runs(0.5), 2, "2/6 < 0.5, 2/2 is not");
+}
+
+/* Holm's step-down against hand-worked cases.  */
+Test(holm, step_down) {
+  int r[5];
+  double p1[] = { 0.01, 0.04, 0.03, 0.005 };
+  /* sorted 0.005 <= 0.05/4, 0.01 <= 0.05/3, 0.03 > 0.05/2: stop */
+  cr_expect_eq(stats_holm(p1, 4, 0.05, r), 2);
+  cr_expect(r[0] == 1 && r[1] == 0 && r[2] == 0 && r[3] == 1);
+  double p2[] = { 0.001, 0.02, 0.04 }; /* 0.001 <= 0.0167, 0.02 <= 0.025, 0.04 <= 0.05: all */
+  cr_expect_eq(stats_holm(p2, 3, 0.05, r), 3);
+  cr_expect(r[0] && r[1] && r[2]);
+  double p3[] = { 0.02, 0.001 }; /* 0.001 <= 0.005, then 0.02 > 0.01: stops although 0.02 < 0.05 */
+  cr_expect_eq(stats_holm(p3, 2, 0.01, r), 1);
+  cr_expect(r[0] == 0 && r[1] == 1);
+  double p4[] = { 0.2, 0.3, 0.9, 0.5, 0.04 }; /* 0.04 > 0.01: nothing, although one is below 0.05 */
+  cr_expect_eq(stats_holm(p4, 5, 0.05, r), 0);
+  cr_expect(!r[0] && !r[1] && !r[2] && !r[3] && !r[4]);
+  cr_expect_eq(stats_holm(p4, 0, 0.05, r), 0);
+}
+
 Test(bootstrap, ratio_of_medians) {
   double two[] = { 2, 2, 2, 2 }, one[] = { 1, 1, 1 }, lo, hi;
   stats_ratio_ci(two, 4, one, 3, 0.95, 1000, 1, &lo, &hi);

@@ -9,6 +9,7 @@
 #include "hpm.h"
 #include "tunables.h"
 
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,9 +148,68 @@ static void valid_names(char *buf, size_t n) {
   }
 }
 
+/* The hugetlb page sizes this machine offers (/sys/kernel/mm/hugepages),
+   into SZ (at most MAX), ascending; returns how many.  */
+static int offered_sizes(uint64_t *sz, int max) {
+  DIR *d = opendir("/sys/kernel/mm/hugepages");
+  int n = 0;
+  if (!d) return 0;
+  for (struct dirent *e; (e = readdir(d)) && n < max;) {
+    unsigned long long kb;
+    char tail;
+    if (sscanf(e->d_name, "hugepages-%llukB%c", &kb, &tail) != 1 || !kb) continue;
+    int i = n++;
+    for (; i > 0 && sz[i - 1] > kb << 10; i--) sz[i] = sz[i - 1];
+    sz[i] = kb << 10;
+  }
+  (void)closedir(d); /* read only: nothing to lose */
+  return n;
+}
+
+/* The values the table's ranges let through but the library ignores on
+   this machine: glibc.malloc.hugetlb takes 0, 1, 2 or a hugetlb page size
+   the kernel offers (another is ignored: mode 0); hpmalloc.hugetlb_size 0
+   or such a size (another: the default size).  Returns 0, or -1 with the
+   message in ERR.  The string passed hp_tunables_check_string.  */
+static int check_hugetlb_values(const char *s, char *err, size_t errlen) {
+  uint64_t sz[8];
+  int n = -1;
+  for (const char *p = s; *p;) {
+    size_t len = strcspn(p, ":"), eq = strcspn(p, "=");
+    if (eq < len) {
+      const char *name = p;
+      size_t nl = eq;
+      if (nl > 6 && !strncmp(name, "glibc.", 6)) name += 6, nl -= 6;
+      int is_mode = nl == 14 && !strncmp(name, "malloc.hugetlb", 14);
+      int is_size = nl == 21 && !strncmp(name, "hpmalloc.hugetlb_size", 21);
+      unsigned long long v = strtoull(p + eq + 1, NULL, 0);
+      if ((is_mode && v > 2) || (is_size && v)) {
+        if (n < 0) n = offered_sizes(sz, 8);
+        int ok = 0;
+        char list[200] = "";
+        for (int i = 0; i < n; i++) {
+          ok |= sz[i] == v;
+          size_t l = strlen(list);
+          (void)snprintf(list + l, sizeof list - l, "%s%llu", i ? ", " : "", (unsigned long long)sz[i]); /* fits */
+        }
+        if (!ok) {
+          /* a message: truncation is harmless */
+          (void)snprintf(err, errlen, "%.*s: out of range (%s%s%s)", (int)(len < 200 ? len : 200), p,
+                         is_mode ? "0 off, 1 THP, 2 hugetlbfs, or " : "0 the default, or ",
+                         n ? "a hugetlb page size this machine offers: " : "a hugetlb page size; this machine offers none",
+                         list);
+          return -1;
+        }
+      }
+    }
+    p += len + (p[len] == ':');
+  }
+  return 0;
+}
+
 int tunables_check(const char *s, char *err, size_t errlen) {
   struct first_issue f = { .n = 0 };
-  if (!hp_tunables_check_string(s, keep_first, &f)) return 0;
+  if (!hp_tunables_check_string(s, keep_first, &f)) return check_hugetlb_values(s, err, errlen);
   char names[700];
   valid_names(names, sizeof names);
   /* Messages: truncation is harmless.  */

@@ -6,12 +6,14 @@
 #include "stats.h"
 #include "svg.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define MAX_CONFIGS 32
+#define COMPARE_ALPHA 0.05 /* the two-sided test's level for "faster" and "slower" */
 
 /* ======================================================================== options */
 struct config_list {
@@ -198,6 +200,10 @@ static void row_note(const struct config *c, char *buf, size_t n) {
   buf[0] = 0;
   if (c->dropped[0]) /* a note: truncation is harmless */
     (void)snprintf(buf, n, "not applied: %.400s (%.100s %s)", c->dropped, c->alloc, allocator_reads_text(c->alloc));
+  size_t l = strlen(buf);
+  if (c->med[M_FALLBACK_HUGETLB] > 0 || c->med[M_FALLBACK_THP] > 0)
+    (void)snprintf(buf + l, n - l, "%sfallbacks: %.0f hugetlb mappings failed, %.0f THP advice refused: the coverage "
+                   "is not of the pages asked for", l ? "; " : "", c->med[M_FALLBACK_HUGETLB], c->med[M_FALLBACK_THP]);
 }
 
 static void print_header(const struct compare_opts *o, int partial) {
@@ -212,9 +218,20 @@ static void print_header(const struct compare_opts *o, int partial) {
   printf(" interleaved runs each (at least %d and %.2g s of replay)%s\n", o->policy.reps, o->policy.min_time,
          partial ? "; PARTIAL: interrupted, the runs finished so far" : "");
   printf("speed-up: %s's median %s over each one's, with its 95%% bootstrap confidence\n"
-         "interval; ~ marks an interval that holds 1 (no difference beyond the noise).\n"
-         "Times: median [min-max] over the runs; the other columns: medians.\n\n",
+         "interval and a word: faster or slower when the interval excludes 1 and a two-sided\n"
+         "Mann-Whitney U test gives p < 0.05, else ~ (no difference beyond the noise).\n"
+         "Times: median [min-max] over the runs; the other columns: medians.  op mean: the\n"
+         "time per operation less the clock's own cost; op p99: as measured, clock included.\n\n",
          cfg[0].label, metric_words[o->metric]);
+}
+
+/* The word for a speed-up V (base / c, above 1 when c is faster): c is
+   "faster", "slower", or "~" when the interval holds 1 or the two-sided
+   Mann-Whitney U test gives p >= COMPARE_ALPHA.  */
+static const char *speedup_word(const struct verdict *v) {
+  struct verdict c = { v->ratio > 0 ? 1 / v->ratio : HUGE_VAL, v->hi > 0 ? 1 / v->hi : 0, v->lo > 0 ? 1 / v->lo : HUGE_VAL,
+                       v->p };
+  return verdict_word(&c, COMPARE_ALPHA);
 }
 
 static void print_speedup(const struct compare_opts *o, const struct config *c, char *buf, size_t n) {
@@ -231,7 +248,7 @@ static void print_speedup(const struct compare_opts *o, const struct config *c, 
   }
   compare_configs(base, c, m, &v); /* base / c: above 1 when c is faster */
   /* a table cell: truncation is harmless */
-  (void)snprintf(buf, n, "%.2fx [%.2f-%.2f]%s", v.ratio, v.lo, v.hi, v.lo <= 1 && v.hi >= 1 ? " ~" : "");
+  (void)snprintf(buf, n, "%.2fx [%.2f-%.2f] %s", v.ratio, v.lo, v.hi, speedup_word(&v));
 }
 
 static void print_table(const struct compare_opts *o) {
@@ -245,19 +262,19 @@ static void print_table(const struct compare_opts *o) {
   (void)snprintf(head, sizeof head, "speed-up (%s)", m == M_CPU ? "cpu" : "wall");
   printf("%-*s %4s  ", w, "configuration", "runs");
   print_cell(m == M_CPU ? "cpu time" : "wall time", 26);
-  print_cell(head, 22);
+  print_cell(head, 27);
   print_cell(m == M_CPU ? "wall time" : "cpu time", 10);
-  printf(" %8s %8s %7s %9s %8s %9s %9s\n", "op p50", "op p99", "faults", "peak RSS", "huge cov", "TLB walks",
+  printf(" %8s %8s %7s %9s %8s %9s %9s\n", "op mean", "op p99", "faults", "peak RSS", "huge cov", "TLB walks",
          "walks 4K");
   for (int c = 0; c < n; c++) {
-    static const enum metric rest[] = { M_P50, M_P99, M_FAULTS, M_PEAK_RSS, M_COVERAGE, M_TLB, M_TLB_4K };
+    static const enum metric rest[] = { M_MEAN, M_P99, M_FAULTS, M_PEAK_RSS, M_COVERAGE, M_TLB, M_TLB_4K };
     static const int width[] = { 8, 8, 7, 9, 8, 9, 9 };
     char cell[600];
     printf("%-*.*s %4d  ", w, w, cfg[c].label, cfg[c].runs);
     fmt_spread(&cfg[c], m, cell, sizeof cell);
     print_cell(cell, 26);
     print_speedup(o, &cfg[c], cell, sizeof cell);
-    print_cell(cell, 22);
+    print_cell(cell, 27);
     fmt_metric(other, cfg[c].med[other], cell, sizeof cell);
     print_cell(cell, 10);
     for (size_t k = 0; k < sizeof rest / sizeof *rest; k++) {
@@ -302,9 +319,10 @@ static void print_config_json(const struct compare_opts *o, const struct config 
   if (c != &o->list.cfg[0] && c->runs && o->list.cfg[0].runs) {
     struct verdict v;
     compare_configs(&o->list.cfg[0], c, m, &v);
-    printf(",\"speedup\":%.6g,\"speedup_ci95\":[%.6g,%.6g]", v.ratio, v.lo, v.hi);
+    printf(",\"speedup\":%.6g,\"speedup_ci95\":[%.6g,%.6g],\"p_two_sided\":%.6g,\"verdict\":\"%s\"", v.ratio, v.lo,
+           v.hi, v.p, speedup_word(&v));
   } else
-    printf(",\"speedup\":1,\"speedup_ci95\":[1,1]");
+    printf(",\"speedup\":1,\"speedup_ci95\":[1,1],\"p_two_sided\":1,\"verdict\":\"baseline\"");
   printf(",\"runs\":[");
   for (int r = 0; r < c->runs; r++) {
     printf("%s", r ? "," : "");

@@ -17,7 +17,7 @@
 enum metric {
   M_WALL,
   M_CPU,
-  M_P50,
+  M_MEAN, /* time per op, the clock's cost taken out */
   M_P99,
   M_FAULTS,
   M_PEAK_RSS,
@@ -28,6 +28,8 @@ enum metric {
   M_TLB,
   M_TLB_CYCLES,
   M_FAILURES,
+  M_FALLBACK_HUGETLB, /* hpmalloc's: hugetlb mappings that failed, replaced by THP or base pages */
+  M_FALLBACK_THP,     /* hpmalloc's: MADV_HUGEPAGE refused, base pages used */
   NMETRICS
 };
 extern const char *const metric_names[NMETRICS];
@@ -92,8 +94,12 @@ int sigint_caught(void);
 struct verdict {
   double ratio;  /* median(A) / median(B) */
   double lo, hi; /* its 95% bootstrap interval */
-  double p;      /* one-sided Mann-Whitney U: A's values below B's */
+  double p;      /* two-sided Mann-Whitney U: A's and B's values differ */
 };
+/* A verdict in a word, for metric values where lower is better: "faster"
+   (A's below B's), "slower", or "~" (no difference beyond the noise: the
+   interval holds 1 or p >= ALPHA).  */
+const char *verdict_word(const struct verdict *v, double alpha);
 void compare_configs(const struct config *a, const struct config *b, enum metric m, struct verdict *v);
 
 /* Metric M's value V for people: "92.4 ms", "12.3 MiB", "14.0 k".  */

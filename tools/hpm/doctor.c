@@ -40,7 +40,7 @@
 #define DELAY_S 3.5      /* the wait without reporting counters: the kernel's 2 s delay, a pass */
 
 struct doctor_opts {
-  int quick, json;
+  int quick, json, repeat;
   uint64_t heap;
   const char *root;
 };
@@ -50,18 +50,21 @@ static const struct arg_opt doctor_args[] = {
   { .name = "--json", .kind = ARG_FLAG, .off = offsetof(struct doctor_opts, json) },
   { .name = "--heap", .kind = ARG_SIZE, .off = offsetof(struct doctor_opts, heap), .min = 4096 },
   { .name = "--root", .kind = ARG_STR, .off = offsetof(struct doctor_opts, root), .meta = "DIR" },
+  { .name = "--repeat", .kind = ARG_INT, .off = offsetof(struct doctor_opts, repeat), .min = 1, .max = 9 },
   { 0 },
 };
 
 static const struct arg_cmd doctor_cmd = {
   .name = "doctor",
-  .synopsis = "usage: hpm doctor [--quick] [--heap SIZE] [--json] [--root DIR]\n",
+  .synopsis = "usage: hpm doctor [--quick] [--heap SIZE] [--repeat N] [--json] [--root DIR]\n",
   .help = "What this machine will do with each huge-page mode: THP settings (enabled,\n"
           "defrag, khugepaged max_ptes_none, per-size mTHP), hugetlb pools, overcommit,\n"
-          "the VM's free-page reporting; measured (about 10 s): the first touch per 2 MiB\n"
-          "of base pages and THP, cold (memory the host took back) and warm (freed a\n"
-          "moment ago), and the cost of a TLB miss.  Then a verdict per mode and the\n"
-          "GLIBC_TUNABLES line recommended for a heap of SIZE.\n"
+          "the VM's free-page reporting; measured (about 8 s a time, N times): the first\n"
+          "touch per 2 MiB of base pages and THP, cold (memory the host took back) and\n"
+          "warm (freed a moment ago), and the cost of a TLB miss, each the median of the\n"
+          "N measurements with their range.  Then a verdict per mode with its caveats\n"
+          "and the GLIBC_TUNABLES line recommended for a heap of SIZE.\n"
+          "  --repeat N   measure N times (1 to 9, default 3)\n"
           "  --quick      read the settings only\n"
           "  --heap SIZE  the heap the recommendation is for (default 1G)\n"
           "  --json       one JSON object\n"
@@ -287,7 +290,15 @@ struct measured {
   double walk_ns, ns_4k, ns_thp;                   /* TLB */
   int drained;                                     /* the per-CPU lists were drained (root) */
   int settled;                                     /* free-page reporting went quiet before the cold probes */
+  int repeats;                                     /* the figures above: medians of this many measurements */
+  double lo[7], hi[7];                             /* their ranges, in the order of figure_of */
 };
+
+/* The repeated figures, by index: lo[i], hi[i] are figure_of(m, i)'s range.  */
+static double *figure_of(struct measured *m, int i) {
+  double *f[7] = { &m->base_cold, &m->base_warm, &m->thp_cold, &m->thp_warm, &m->walk_ns, &m->ns_4k, &m->ns_thp };
+  return f[i];
+}
 
 static long anon_huge_kb(void) {
   char buf[4096];
@@ -441,6 +452,19 @@ static void measure(const struct settings *s, struct measured *m) {
 }
 
 /* --- verdicts ---------------------------------------------------------------- */
+/* What each mode costs besides its gain, whatever the machine: stated with
+   every verdict (malloc/region.c is the source of mode 2's behaviour).  */
+static const char *const caveats[3] = {
+  "every page a 4 KiB TLB entry",
+  "RSS grows by whole 2 MiB pages (a page is faulted whole), and with khugepaged's max_ptes_none at 511 pages "
+  "trimmed from inside a huge range can come back; THP allocation may stall on compaction (defrag)",
+  "the pool's pages are taken from the system when reserved, whether used or not; hpmalloc maps the heap "
+  "MAP_NORESERVE and populates each page as it commits it, so a dry pool falls back to THP then base pages "
+  "(counted in hpmalloc_stats) instead of raising SIGBUS; but after fork a write to a shared page needs a free pool "
+  "page: with the pool empty the child is killed by SIGBUS (the kernel keeps the page for the parent); the heap is "
+  "not charged to overcommit, the pool is its limit",
+};
+
 struct verdict {
   int usable;
   char reason[512];
@@ -590,9 +614,11 @@ static void text_settings(const struct settings *s) {
 }
 
 static void text_measured(const struct measured *m) {
-  printf("\nfirst touch, ms per 2 MiB      base pages        THP\n");
-  printf("  warm (freed just before) %12.2f %10.2f\n", m->base_warm, m->thp_warm);
-  printf("  cold (taken by the host) %12.2f %10.2f\n", m->base_cold, m->thp_cold);
+  printf("\nfirst touch, ms per 2 MiB, median [range] of %d  base pages               THP\n", m->repeats);
+  printf("  warm (freed just before)            %6.2f [%.2f-%.2f] %9.2f [%.2f-%.2f]\n", m->base_warm, m->lo[1],
+         m->hi[1], m->thp_warm, m->lo[3], m->hi[3]);
+  printf("  cold (taken by the host)            %6.2f [%.2f-%.2f] %9.2f [%.2f-%.2f]\n", m->base_cold, m->lo[0],
+         m->hi[0], m->thp_cold, m->lo[2], m->hi[2]);
   printf("  (THP probes on huge pages: %.0f%%; cold after the per-CPU lists gave back %.0f MiB and a wait of %.1f s",
          100 * m->thp_share, m->drained_mib > 0 ? m->drained_mib : 0, m->wait_s);
   if (m->reported_mib >= 0) printf(", %.0f MiB reported meanwhile", m->reported_mib);
@@ -601,8 +627,8 @@ static void text_measured(const struct measured *m) {
     printf("  warning: free-page reporting was still handing memory back when the wait ended (memory freed\n"
            "  shortly before, by hpm doctor itself too): the cold figures may be warm; run again after an idle "
            "minute\n");
-  printf("TLB miss: %.1f ns (%.1f ns per load on 4 KiB pages, %.1f on THP, %llu MiB working set)\n", m->walk_ns,
-         m->ns_4k, m->ns_thp, (unsigned long long)(TLB_WS >> 20));
+  printf("TLB miss: %.1f ns [%.1f-%.1f] (%.1f ns per load on 4 KiB pages, %.1f on THP, %llu MiB working set)\n",
+         m->walk_ns, m->lo[4], m->hi[4], m->ns_4k, m->ns_thp, (unsigned long long)(TLB_WS >> 20));
 }
 
 static void text_report(const struct settings *s, const struct measured *m, const struct advice *a, uint64_t heap) {
@@ -611,9 +637,12 @@ static void text_report(const struct settings *s, const struct measured *m, cons
   if (m) text_measured(m);
   printf("\n");
   for (int i = 0; i < 3; i++)
-    printf("hugetlb=%-15s %-4s %s\n", names[i], a->mode[i].usable ? "yes" : "no", a->mode[i].reason);
+    printf("hugetlb=%-15s %-4s %s\n%24s caveats: %s\n", names[i], a->mode[i].usable ? "yes" : "no", a->mode[i].reason,
+           "", caveats[i]);
   printf("\nfor a heap of %llu MiB: GLIBC_TUNABLES=%s\n  (%s)\n", (unsigned long long)(heap >> 20), a->tunables,
          a->why);
+  int mode = strstr(a->tunables, "hugetlb=2") ? 2 : strstr(a->tunables, "hugetlb=1") ? 1 : 0;
+  printf("  caveats of hugetlb=%d: %s\n", mode, caveats[mode]);
 }
 
 static void json_num(const char *key, double v, int comma) {
@@ -664,12 +693,18 @@ static void json_report(const struct settings *s, const struct measured *m, cons
     json_num("walk_ns", m->walk_ns, 0);
     json_num("ns_4k", m->ns_4k, 1);
     json_num("ns_thp", m->ns_thp, 1);
-    printf(",\"working_set_bytes\":%llu}}", (unsigned long long)TLB_WS);
+    printf(",\"working_set_bytes\":%llu}", (unsigned long long)TLB_WS);
+    static const char *const keys[7] = { "base_cold", "base_warm", "thp_cold", "thp_warm", "walk_ns", "ns_4k", "ns_thp" };
+    printf(",\"repeats\":%d,\"range\":{", m->repeats);
+    for (int i = 0; i < 7; i++) printf("%s\"%s\":[%.3f,%.3f]", i ? "," : "", keys[i], m->lo[i], m->hi[i]);
+    printf("}}");
   }
   printf(",\"verdicts\":[");
   for (int i = 0; i < 3; i++) {
     printf("%s{\"hugetlb\":%d,\"usable\":%s,\"reason\":", i ? "," : "", i, a->mode[i].usable ? "true" : "false");
     json_str(stdout, a->mode[i].reason);
+    printf(",\"caveats\":");
+    json_str(stdout, caveats[i]);
     printf("}");
   }
   printf("],\"recommended\":{\"heap_bytes\":%llu,\"glibc_tunables\":", (unsigned long long)heap);
@@ -679,8 +714,37 @@ static void json_report(const struct settings *s, const struct measured *m, cons
   printf("}}\n");
 }
 
+static double median_of(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* measure() N times (a single measurement of first touch moved 10-fold
+   from one minute to the next here): each figure the median, with its
+   range; the rest from the last time, settled only if every time was.  */
+static void measure_repeated(const struct settings *s, struct measured *m, int n) {
+  double v[7][9];
+  int settled = 1;
+  for (int k = 0; k < n; k++) {
+    progress("doctor: measurement %d of %d", k + 1, n);
+    measure(s, m);
+    settled &= m->settled;
+    for (int i = 0; i < 7; i++) v[i][k] = *figure_of(m, i);
+  }
+  for (int i = 0; i < 7; i++) {
+    m->lo[i] = m->hi[i] = v[i][0];
+    for (int k = 1; k < n; k++) {
+      if (v[i][k] < m->lo[i]) m->lo[i] = v[i][k];
+      if (v[i][k] > m->hi[i]) m->hi[i] = v[i][k];
+    }
+    *figure_of(m, i) = median_of(v[i], n);
+  }
+  m->settled = settled;
+  m->repeats = n;
+}
+
 int cmd_doctor(int argc, char **argv) {
-  struct doctor_opts o = { .heap = 1ull << 30, .root = "" };
+  struct doctor_opts o = { .heap = 1ull << 30, .root = "", .repeat = 3 };
   struct settings s;
   struct measured m;
   struct advice a;
@@ -695,7 +759,7 @@ int cmd_doctor(int argc, char **argv) {
     o.quick = 1;
   }
   read_settings(o.root, &s);
-  if (!o.quick) measure(&s, &m);
+  if (!o.quick) measure_repeated(&s, &m, o.repeat);
   advise(&s, o.quick ? NULL : &m, o.heap, &a);
   if (o.json)
     json_report(&s, o.quick ? NULL : &m, &a, o.heap);

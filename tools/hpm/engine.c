@@ -5,8 +5,14 @@
    measurements and a snapshot at the peak, runs the TLB model and prints
    one JSON line.  It allocates nothing from the allocator under test
    except the replayed objects: its tables are mmap'd and touched before
-   the baseline.  MIT licence.  */
+   the baseline, standard output writes from a static buffer, and the
+   replay threads are created (glibc allocates their TLS vectors) before
+   the baseline too.  The first traced thread runs on the engine's main
+   thread, as it ran on the program's: a single-threaded program's heap
+   stays in the main arena.  MIT licence.  */
 #include "replay.h"
+
+#include "../../include/hpmalloc.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -343,7 +349,11 @@ static void run_op(uint64_t i) {
 
 static void *thread_main(void *arg) {
   const struct img_thread *t = arg;
-  while (!__atomic_load_n(&E.go, __ATOMIC_ACQUIRE)) hpm_cpu_relax();
+  for (unsigned spins = 0; !__atomic_load_n(&E.go, __ATOMIC_ACQUIRE);)
+    if (++spins > 64)
+      sched_yield();
+    else
+      hpm_cpu_relax();
   for (uint64_t k = 0; k < t->nops; k++) run_op(t->first_op + k);
   return NULL;
 }
@@ -420,10 +430,34 @@ static const struct arg_cmd engine_cmd = {
 /* What the engine measured, besides what E holds.  */
 struct engine_result {
   uint64_t base_rss, hwm; /* VmRSS before the replay, VmHWM after it (KiB) */
-  double wall, cpu, p50, p99;
+  double wall, cpu, p50, p99, mean, clock_ns; /* per op; clock_ns: what one reading of the clock costs */
   long minflt;
   uint64_t acc, l1m4, w4, l1ma, wa; /* TLB model: accesses; L1 misses and walks, 4 KiB and actual pages */
+  /* hpmalloc's own counters (hpmalloc_stats), when the allocator is hpmalloc */
+  int have_hp, hp_mode;
+  uint64_t hp_arenas, hp_fallbacks_hugetlb, hp_fallbacks_thp, hp_page_size, hp_bytes_thp, hp_bytes_hugetlb;
 };
+
+/* The allocator's own account, where it gives one: hpmalloc_stats (the
+   fields before the *_backed ones, which would walk the page tables) says
+   how many arenas the replay made and whether huge pages came from a
+   fallback (a hugetlb mapping that failed and was replaced by THP or base
+   pages).  */
+static void allocator_stats(struct engine_result *r) {
+  int (*get)(struct hpmalloc_stats *, size_t) =
+      (int (*)(struct hpmalloc_stats *, size_t))(uintptr_t)dlsym(RTLD_DEFAULT, "hpmalloc_stats");
+  struct hpmalloc_stats st;
+  memset(&st, 0, sizeof st);
+  if (!get || get(&st, offsetof(struct hpmalloc_stats, bytes_heap_thp_backed)) != 0) return;
+  r->have_hp = 1;
+  r->hp_mode = st.hugetlb_mode;
+  r->hp_arenas = st.n_arenas;
+  r->hp_fallbacks_hugetlb = st.fallbacks_hugetlb;
+  r->hp_fallbacks_thp = st.fallbacks_thp;
+  r->hp_page_size = st.huge_page_size;
+  r->hp_bytes_thp = st.bytes_thp;
+  r->hp_bytes_hugetlb = st.bytes_hugetlb;
+}
 
 /* Map the image in FD into E.  Returns 0, or 1 after a message.  */
 static int engine_map(int fd) {
@@ -462,24 +496,33 @@ static pthread_t *engine_tables(uint32_t nth) {
   return map_touch(nth * sizeof(pthread_t));
 }
 
-/* Run every op: one thread per traced thread, or (SERIAL) this thread in
-   the prepared serial order.  Measures time, faults and memory into R.  */
+/* Create the replay threads for traced threads 1..NTH-1 (traced thread 0
+   runs on this thread); they wait for E.go.  Done before the baseline:
+   pthread_create allocates (glibc's TLS vector) from the allocator under
+   test.  */
+static void engine_threads(int serial, uint32_t nth, pthread_t *tids) {
+  if (serial) return;
+  for (uint32_t t = 1; t < nth; t++)
+    if (pthread_create(&tids[t], NULL, thread_main, (void *)&E.th[t])) {
+      fprintf(stderr, "hpm engine: cannot create thread %u\n", t);
+      _exit(1);
+    }
+}
+
+/* Run every op: traced thread 0 on this thread and the others on the
+   threads engine_threads made, or (SERIAL) this thread in the prepared
+   serial order.  Measures time, faults and memory into R.  */
 static void engine_replay(int serial, uint32_t nth, pthread_t *tids, struct engine_result *r) {
   struct rusage r0, r1;
   r->base_rss = status_kb("VmRSS:");
   getrusage(RUSAGE_SELF, &r0);
   double t0 = now_s();
-  if (serial) {
-    __atomic_store_n(&E.go, 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&E.go, 1, __ATOMIC_RELEASE);
+  if (serial)
     for (uint64_t k = 0; k < E.h->nops; k++) run_op(E.serial[k]);
-  } else {
-    for (uint32_t t = 0; t < nth; t++)
-      if (pthread_create(&tids[t], NULL, thread_main, (void *)&E.th[t])) {
-        fprintf(stderr, "hpm engine: cannot create thread %u\n", t);
-        _exit(1);
-      }
-    __atomic_store_n(&E.go, 1, __ATOMIC_RELEASE);
-    for (uint32_t t = 0; t < nth; t++) pthread_join(tids[t], NULL);
+  else {
+    if (nth) thread_main((void *)&E.th[0]);
+    for (uint32_t t = 1; t < nth; t++) pthread_join(tids[t], NULL);
   }
   r->wall = now_s() - t0;
   getrusage(RUSAGE_SELF, &r1);
@@ -533,9 +576,33 @@ static void tlb_model(int serial, uint32_t nth, struct engine_result *r) {
   }
 }
 
-/* Latency percentiles (sorts E.lat).  */
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* What one reading of the clock adds to a measured op: the median of 255
+   back-to-back readings' differences.  */
+static double clock_cost_ns(void) {
+  uint64_t d[255];
+  for (int i = 0; i < 255; i++) {
+    uint64_t t0 = ns_now();
+    d[i] = ns_now() - t0;
+  }
+  qsort(d, 255, sizeof *d, cmp_u64);
+  return (double)d[127];
+}
+
+/* Latency: percentiles (sorts E.lat) as measured, each op between two
+   readings of the clock; the mean over all ops less the clock's own cost,
+   which is fine-grained where one op's reading is not (ops of 20 ns
+   measure as the clock's step).  */
 static void latency(struct engine_result *r) {
   uint64_t nops = E.h->nops;
+  double sum = 0;
+  for (uint64_t i = 0; i < nops; i++) sum += E.lat[i];
+  r->clock_ns = clock_cost_ns();
+  r->mean = nops && sum / (double)nops > r->clock_ns ? sum / (double)nops - r->clock_ns : 0;
   qsort(E.lat, nops, sizeof *E.lat, cmp_u32);
   r->p50 = nops ? E.lat[nops / 2] : 0;
   r->p99 = nops ? E.lat[nops * 99 / 100] : 0;
@@ -554,19 +621,19 @@ static void engine_report(const struct engine_opts *o, const struct engine_resul
   printf(",\"emulated\":");
   json_str(stdout, A.emulated);
   printf(",\"threads\":%u,\"mode\":\"%s\",\"touch\":\"%s\",\"ops\":%llu,\"wall_s\":%.6f,\"cpu_s\":%.6f,"
-         "\"ns_p50\":%.0f,\"ns_p99\":%.0f,\"minor_faults\":%ld,\"baseline_rss_kb\":%llu,\"peak_rss_kb\":%llu,"
+         "\"ns_p50\":%.0f,\"ns_p99\":%.0f,\"ns_mean\":%.1f,\"clock_ns\":%.0f,\"minor_faults\":%ld,\"baseline_rss_kb\":%llu,\"peak_rss_kb\":%llu,"
          "\"rss_at_peak_kb\":%llu,\"peak_live_bytes\":%llu,\"heap_rss_kb\":%llu,\"heap_huge_kb\":%llu,"
          "\"hugepage_coverage\":%.4f,\"live_bytes_on_huge\":%.4f,\"hugepage_source\":\"%s\",\"anon_huge_kb\":%llu,"
          "\"hugepage_regions_1g\":%llu,\"tlb_model\":\"%s\",\"tlb_accesses\":%llu,\"tlb_l1_misses_4k\":%llu,\"tlb_"
          "misses_4k\":%llu,"
          "\"tlb_l1_misses\":%llu,\"tlb_misses\":%llu,\"tlb_cycles_4k\":%.0f,\"tlb_cycles\":%.0f,"
          "\"tlb_walk_ns\":%.2f,\"tlb_est_ns_4k\":%.0f,\"tlb_est_ns\":%.0f,\"tlb_est_ns_saved\":%.0f,\"alloc_failures\":"
-         "%llu}\n",
+         "%llu,\"main_thread_ops\":%llu",
          E.h->nthreads, o->serial ? "serial" : "faithful",
          E.touch == TOUCH_NONE    ? "none"
          : E.touch == TOUCH_FIRST ? "first"
                                   : "full",
-         (unsigned long long)E.h->nops, r->wall, r->cpu, r->p50, r->p99, r->minflt, (unsigned long long)r->base_rss,
+         (unsigned long long)E.h->nops, r->wall, r->cpu, r->p50, r->p99, r->mean, r->clock_ns, r->minflt, (unsigned long long)r->base_rss,
          (unsigned long long)(r->hwm > r->base_rss ? r->hwm - r->base_rss : 0),
          (unsigned long long)(E.rss_at_peak_kb > r->base_rss ? E.rss_at_peak_kb - r->base_rss : 0),
          (unsigned long long)E.h->peak_live, (unsigned long long)E.heap_rss_kb, (unsigned long long)E.heap_huge_kb,
@@ -575,22 +642,34 @@ static void engine_report(const struct engine_opts *o, const struct engine_resul
          (unsigned long long)E.anon_huge_kb, (unsigned long long)E.nhuge_1g, g->name, (unsigned long long)r->acc,
          (unsigned long long)r->l1m4, (unsigned long long)r->w4, (unsigned long long)r->l1ma, (unsigned long long)r->wa,
          cyc4, cyca, walk_ns, walk_ns * (double)r->w4, walk_ns * (double)r->wa,
-         walk_ns * (double)(r->w4 > r->wa ? r->w4 - r->wa : 0), (unsigned long long)E.failures);
+         walk_ns * (double)(r->w4 > r->wa ? r->w4 - r->wa : 0), (unsigned long long)E.failures,
+         (unsigned long long)(o->serial ? E.h->nops : E.h->nthreads ? E.th[0].nops : 0));
+  if (r->have_hp)
+    printf(",\"hpmalloc\":{\"mode\":%d,\"huge_page_size\":%llu,\"arenas\":%llu,\"bytes_thp\":%llu,"
+           "\"bytes_hugetlb\":%llu,\"fallbacks_hugetlb\":%llu,\"fallbacks_thp\":%llu}",
+           r->hp_mode, (unsigned long long)r->hp_page_size, (unsigned long long)r->hp_arenas,
+           (unsigned long long)r->hp_bytes_thp, (unsigned long long)r->hp_bytes_hugetlb,
+           (unsigned long long)r->hp_fallbacks_hugetlb, (unsigned long long)r->hp_fallbacks_thp);
+  printf("}\n");
 }
 
 /* libgcov's, in a `make coverage` build only (weak: NULL otherwise).  */
 extern void __gcov_dump(void) __attribute__((weak)); // NOLINT(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp)
 
 int cmd_engine(int argc, char **argv) {
+  static char outbuf[1 << 14];
   struct engine_opts o = { 0 };
   struct engine_result r = { 0 };
+  (void)setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf); /* stdio would malloc its buffer in the heap under test */
   int rc = args_parse(&engine_cmd, argc, argv, &o);
   if (rc != ARGS_RUN) return rc;
   E.touch = o.touch;
   if (engine_map(o.fd)) return 1;
   uint32_t nth = o.serial ? 1 : E.h->nthreads;
   pthread_t *tids = engine_tables(nth);
+  engine_threads(o.serial, nth, tids);
   engine_replay(o.serial, nth, tids, &r);
+  allocator_stats(&r);
   live_at_peak();
   latency(&r);
   tlb_model(o.serial, nth, &r);

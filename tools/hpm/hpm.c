@@ -4,6 +4,8 @@
    (argv[0] is the command's name), declared in hpm.h.  MIT licence.  */
 #include "hpm.h"
 
+#include "../../include/hpmalloc.h"
+
 #include <errno.h>
 #include <string.h>
 
@@ -33,7 +35,7 @@ static void usage(FILE *f) {
   fputs("usage: hpm COMMAND [ARGS]\n", f);
   for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
     if (commands[i].summary) fprintf(f, "  %s\n", commands[i].summary);
-  fputs("`hpm COMMAND --help` describes each, `man hpm` all of them.\n", f);
+  fputs("`hpm COMMAND --help` describes each, `man hpm` all of them; `hpm --version`.\n", f);
   fprintf(f, "Trace format: %s\n", format_doc_path());
 }
 
@@ -53,6 +55,10 @@ int main(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(argc < 2 ? stderr : stdout);
     return close_stdout(argc < 2 ? 2 : 0);
+  }
+  if (!strcmp(argv[1], "--version")) {
+    printf("hpm %s (hpmalloc %s; trace format versions 1 and 2)\n", HPMALLOC_VERSION_STRING, HPMALLOC_VERSION_STRING);
+    return close_stdout(0);
   }
   for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
     if (!strcmp(argv[1], commands[i].name)) return close_stdout(commands[i].fn(argc - 1, argv + 1));

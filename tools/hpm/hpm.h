@@ -77,6 +77,9 @@ double doctor_parse_zoneinfo_pcp(const char *zoneinfo, long page_kb);
 /* util.c: helpers every command may use.  */
 void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void progress_done(void);
+/* Is stderr a terminal (progress draws one line there)?  Otherwise long
+   commands write a line of progress now and then instead.  */
+int progress_on_terminal(void);
 double now_s(void);
 int parse_size(const char *s, uint64_t *out);
 int parse_uint(const char *s, unsigned long long min, unsigned long long max, unsigned long long *out);

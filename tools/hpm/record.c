@@ -240,5 +240,8 @@ static int record_run(const struct record_opts *o) {
 int cmd_record(int argc, char **argv) {
   struct record_opts o = { 0 };
   int rc = args_parse(&record_cmd, argc, argv, &o);
-  return rc == ARGS_RUN ? record_run(&o) : rc;
+  if (rc != ARGS_RUN) return rc;
+  /* `-o -- cmd`: the FILE was forgotten, not a trace to name "--" */
+  if (!strcmp(o.out, "--")) return args_usage_error(&record_cmd, "-o needs a FILE before --, e.g. -o app.hpmt -- CMD");
+  return record_run(&o);
 }

@@ -65,12 +65,12 @@ static const struct arg_cmd replay_cmd = {
           "Repeats the replay at least N times (--reps, default 1) and until the runs\n"
           "total SECONDS of replay (--min-time, default 0.5; at most 200 runs); wall and\n"
           "CPU time are given as median [min-max], the rest from the median run.\n"
-          "Reports wall and CPU time, ns per operation (p50/p99), minor faults, peak RSS\n"
+          "Reports wall and CPU time, ns per operation (mean, p99), minor faults, peak RSS\n"
           "(growth over the replayer's own baseline), the ideal RSS (peak live bytes),\n"
           "huge-page coverage at the peak (smaps; per 2 MiB from pagemap and kpageflags\n"
           "as root) and a TLB model's misses and cycles with 4 KiB pages everywhere vs\n"
           "the page sizes that backed each address.  --json prints one object (keys\n"
-          "include wall_s, cpu_s, ns_p50, ns_p99, minor_faults, peak_rss_kb,\n"
+          "include wall_s, cpu_s, ns_mean, ns_p99, minor_faults, peak_rss_kb,\n"
           "peak_live_bytes, hugepage_coverage, tlb_misses, tlb_misses_4k, ops, runs,\n"
           "wall_s_median, wall_s_min, wall_s_max, cpu_s_median, cpu_s_min, cpu_s_max).\n"
           "--tlb: auto (default: CPUID leaf 0x18 or 0x80000005/6/19, else skylake),\n"
@@ -211,6 +211,18 @@ static int wait_engine(pid_t pid, const struct replay_opts *o) {
   return -1;
 }
 
+uint32_t replay_image_busy_threads(int fd) {
+  struct img_hdr h;
+  uint32_t busy = 0;
+  if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || memcmp(h.magic, IMG_MAGIC, 8) != 0) return 0;
+  for (uint32_t t = 0; t < h.nthreads; t++) {
+    struct img_thread th;
+    if (pread(fd, &th, sizeof th, (off_t)(h.off_threads + t * sizeof th)) != (ssize_t)sizeof th) return 0;
+    busy += th.nops > 0;
+  }
+  return busy;
+}
+
 int replay_run(int fd, const struct replay_opts *o, char *out, size_t outlen) {
   char *lib = find_allocator(o->allocator);
   int pfd[2], rc = -1;
@@ -274,8 +286,9 @@ static void print_text(const char *json) {
     const char *key, *label;
     enum unit unit;
   } rows[] = {
-    { "ns_p50", "time per op, p50", U_NS },
-    { "ns_p99", "time per op, p99", U_NS },
+    { "ns_mean", "time per op, mean", U_NS },
+    { "ns_p99", "time per op, p99 (clock incl.)", U_NS },
+    { "clock_ns", "the clock's own cost", U_NS },
     { "minor_faults", "minor faults", U_COUNT },
     { "peak_rss_kb", "peak RSS growth", U_KIB },
     { "peak_live_bytes", "ideal RSS: peak live bytes", U_BYTES },
@@ -331,12 +344,18 @@ static void report_text(const struct replay_cmd_opts *o, const struct config *c,
   fmt_spread(c, M_CPU, buf, sizeof buf);
   printf("%-32s %s\n", "CPU time", buf);
   print_text(json);
+  double fh = 0, ft = 0;
+  if (!json_get_num(json, "fallbacks_hugetlb", &fh) && !json_get_num(json, "fallbacks_thp", &ft) && (fh > 0 || ft > 0))
+    printf("note: the huge-page coverage above is not all of the pages asked for: %.0f hugetlb mapping%s failed\n"
+           "and fell back to THP or base pages; %.0f MADV_HUGEPAGE refusal%s left base pages (hpmalloc_stats)\n",
+           fh, fh == 1 ? "" : "s", ft, ft == 1 ? "" : "s");
 }
 
 /* The median run's JSON with the summary of every run appended.  */
 static void report_json(const struct replay_cmd_opts *o, const struct config *c, const char *json, int partial) {
   size_t len = strlen(json);
-  while (len && (json[len - 1] == '\n' || json[len - 1] == '}')) len--;
+  while (len && json[len - 1] == '\n') len--;
+  if (len && json[len - 1] == '}') len--; /* the object's own brace: a nested object's stays */
   printf("%.*s,\"runs\":%d,\"reps\":%d,\"min_time_s\":%.6g,\"partial\":%s,\"not_applied\":", (int)len, json, c->runs,
          o->policy.reps, o->policy.min_time, partial ? "true" : "false");
   json_str(stdout, c->dropped);

@@ -29,6 +29,9 @@ int replay_run(int fd, const struct replay_opts *o, char *out, size_t outlen);
    or -1 after a message on stderr.  */
 int replay_load(const char *file, const struct replay_opts *o, uint64_t max_mem);
 uint64_t replay_default_max_mem(void); /* 80% of RAM */
+/* How many threads of image FD have operations to replay (0 when the image
+   cannot be read).  */
+uint32_t replay_image_busy_threads(int fd);
 
 /* The replay image: the driver writes it into a memfd, the engine maps it
    read-only.  A header, then the threads, the ops (64-byte aligned) and the

@@ -23,7 +23,7 @@
 const char *const metric_names[NMETRICS] = {
   "wall_s",
   "cpu_s",
-  "ns_p50",
+  "ns_mean",
   "ns_p99",
   "minor_faults",
   "peak_rss_kb",
@@ -34,6 +34,8 @@ const char *const metric_names[NMETRICS] = {
   "tlb_misses",
   "tlb_cycles",
   "alloc_failures",
+  "fallbacks_hugetlb",
+  "fallbacks_thp",
 };
 
 /* ======================================================================== configurations */
@@ -127,6 +129,11 @@ static int one_round(int fd, const struct replay_opts *base, struct config *cons
     if (sigint_caught()) return RUN_INTERRUPTED;
     progress("%s: round %d, run %d of %d: %s", what, round + 1, k + 1, n, c->label);
     if (config_run(fd, base, c)) return sigint_caught() ? RUN_INTERRUPTED : 1;
+    if (!progress_on_terminal() && c->runs == 1) { /* a log, a pipe: a line per configuration */
+      char t[32];
+      fmt_seconds(c->v[0][M_WALL], t, sizeof t);
+      fprintf(stderr, "hpm %s: %s: first run %s\n", what, c->label, t);
+    }
   }
   return sigint_caught() ? RUN_INTERRUPTED : 0;
 }
@@ -134,6 +141,7 @@ static int one_round(int fd, const struct replay_opts *base, struct config *cons
 int measure(int fd, const struct replay_opts *base, struct config *const *cfg, int n, const struct run_policy *policy,
             const char *what) {
   int rc = 0;
+  double start = now_s();
   for (int round = 0; rc == 0; round++) {
     int done = 1;
     for (int k = 0; k < n; k++) done &= policy_met(cfg[k], policy);
@@ -142,6 +150,9 @@ int measure(int fd, const struct replay_opts *base, struct config *const *cfg, i
   }
   progress_done();
   for (int k = 0; k < n; k++) config_medians(cfg[k]);
+  if (!progress_on_terminal() && n > 1)
+    fprintf(stderr, "hpm %s: %d configuration%s measured, %d runs each, %.1f s\n", what, n, n == 1 ? "" : "s",
+            cfg[0]->runs, now_s() - start);
   return rc;
 }
 
@@ -152,14 +163,19 @@ void compare_configs(const struct config *a, const struct config *b, enum metric
   config_values(b, m, vb);
   v->ratio = b->med[m] > 0 ? a->med[m] / b->med[m] : 1;
   stats_ratio_ci(va, a->runs, vb, b->runs, 0.95, BOOT_RESAMPLES, BOOT_SEED, &v->lo, &v->hi);
-  v->p = stats_mwu_less(va, a->runs, vb, b->runs);
+  v->p = stats_mwu_two_sided(va, a->runs, vb, b->runs);
+}
+
+const char *verdict_word(const struct verdict *v, double alpha) {
+  if (v->p >= alpha || (v->lo <= 1 && v->hi >= 1)) return "~";
+  return v->ratio < 1 ? "faster" : "slower";
 }
 
 void fmt_metric(enum metric m, double v, char *buf, size_t n) {
   switch (m) {
   case M_WALL:
   case M_CPU: fmt_seconds(v, buf, n); break;
-  case M_P50:
+  case M_MEAN:
   case M_P99: fmt_seconds(v * 1e-9, buf, n); break;
   case M_PEAK_RSS: fmt_bytes(v * 1024, buf, n); break;
   case M_PEAK_LIVE: fmt_bytes(v, buf, n); break;

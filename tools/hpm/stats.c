@@ -104,6 +104,36 @@ double stats_mwu_less(const double *a, int na, const double *b, int nb) {
   return 0.5 * erfc(z / sqrt(2.0));
 }
 
+double stats_mwu_two_sided(const double *a, int na, const double *b, int nb) {
+  double lo = stats_mwu_less(a, na, b, nb), hi = stats_mwu_less(b, nb, a, na), p = 2 * (lo < hi ? lo : hi);
+  return p < 1 ? p : 1;
+}
+
+int stats_mwu_min_runs(double alpha) {
+  double c = 2; /* C(2n, n), n = 1 */
+  for (int n = 1; n < 1000; n++) {
+    if (2 / c < alpha) return n;
+    c = c * (2 * n + 1) * (2 * n + 2) / ((double)(n + 1) * (n + 1)); /* C(2n+2, n+1) */
+  }
+  return 1000;
+}
+
+int stats_holm(const double *p, int n, double alpha, int *reject) {
+  int done = 0;
+  for (int i = 0; i < n; i++) reject[i] = 0;
+  /* Selection by the smallest p not yet rejected: N is small (tune's
+     changes), so N^2 is nothing, and no allocation can fail.  */
+  for (int step = 0; step < n; step++) {
+    int best = -1;
+    for (int i = 0; i < n; i++)
+      if (!reject[i] && (best < 0 || p[i] < p[best])) best = i;
+    if (!(p[best] <= alpha / (n - step))) break;
+    reject[best] = 1;
+    done++;
+  }
+  return done;
+}
+
 /* ======================================================================== bootstrap */
 /* splitmix64: a small, good generator; the state is the caller's.  */
 static uint64_t next_random(uint64_t *s) {

@@ -29,6 +29,24 @@ void stats_minmax(const double *v, int n, double *min, double *max);
 #define STATS_MWU_EXACT_MAX 50
 double stats_mwu_less(const double *a, int na, const double *b, int nb);
 
+/* Mann-Whitney U test, two-sided: the probability, if A and B were
+   drawn from one distribution, of a difference in either direction at
+   least as large as the one seen: twice the smaller one-sided p, at most
+   1.  Small says A and B differ; which way, their medians tell.  */
+double stats_mwu_two_sided(const double *a, int na, const double *b, int nb);
+
+/* The smallest run count N such that N values against N, all on one
+   side, give a two-sided exact Mann-Whitney p below ALPHA: fewer runs
+   can never show a difference at that level (2 / C(2N, N) >= ALPHA).  */
+int stats_mwu_min_runs(double alpha);
+
+/* Holm-Bonferroni: of the N hypotheses with p-values P[], which are
+   rejected at family-wise level ALPHA (REJECT[i] 1 or 0).  The p-values
+   in ascending order are compared with ALPHA / N, ALPHA / (N - 1), ...;
+   the first that fails stops the rejections.  Returns how many were
+   rejected.  */
+int stats_holm(const double *p, int n, double alpha, int *reject);
+
 /* The two-sided LEVEL (0.95) percentile-bootstrap confidence interval of
    median(NUM) / median(DEN): RESAMPLES resamples of each sample with
    replacement, drawn from a generator seeded with SEED (the same inputs

@@ -1,22 +1,30 @@
 /* hpm tune: a search of the malloc tunables for one trace.  Coordinate
    descent: one tunable at a time, each candidate value run interleaved
    with the current best until both have enough runs (runs.c), kept only
-   when its gain clears the noise; then the best against the defaults,
-   measured afresh, under the same rule.  Each step is printed as it is
-   decided.
+   when its gain clears the noise; then every kept change must pay on its
+   own (an ablation), and what is left is measured afresh against the
+   defaults.  Each step is printed as it is decided.
 
-   The rule (a change must clear both):
-   - a one-sided Mann-Whitney U test (stats.c) of the candidate's runs
-     against the best's at p < 0.01: no assumption about the shape of the
-     run times, and a few runs slowed by other jobs cannot sway it;
+   The rule for a candidate in the search (it must clear both):
+   - a two-sided Mann-Whitney U test (stats.c) of the candidate's runs
+     against the best's at p < FAMILY_ALPHA / M, M the number of
+     candidates the search tries (Bonferroni: the chance that any of the
+     M steps keeps a change that does nothing stays below FAMILY_ALPHA;
+     Holm's procedure needs every p-value at once, which a search that
+     builds on its own decisions does not have); a candidate whose runs
+     are beyond the noise and worse is reported "slower";
    - a median gain of at least 3%: smaller ones are not worth a change to
      production tunables even when they are real.
-   The search tries up to 17 candidates, so a false "kept" now and then is
-   expected (each has at most a 1% chance); the final check, a fresh
-   measurement under the same test, is what stands between such a one and
-   a recommendation.  --null-test runs every candidate with the best so
-   far's tunables (every difference then is noise) to check all this on
-   this machine: it must recommend nothing.  MIT licence.  */
+   Then the ablation, with two or more kept changes: the best and the best
+   without each kept change, interleaved; a change stays only when
+   dropping it makes the objective worse, the K one-sided tests corrected
+   by Holm-Bonferroni at ALPHA, and by at least 3%.  Last, the changes
+   left against the defaults, measured afresh, two-sided at ALPHA: what a
+   recommendation must pass.  arena_max is not searched on a trace whose
+   operations are all on one thread: it cannot change a single-threaded
+   heap.  --null-test runs every candidate with the best so far's
+   tunables (every difference then is noise) to check all this on this
+   machine: it must recommend nothing.  MIT licence.  */
 #include "compare.h"
 #include "stats.h"
 
@@ -28,7 +36,8 @@
 
 #define MAX_VALUES 6
 #define NPARAMS 6
-#define ALPHA 0.01    /* the test's level */
+#define ALPHA 0.01        /* the level of the ablation (Holm) and of the final check */
+#define FAMILY_ALPHA 0.05 /* the search's: the chance of keeping any change that does nothing */
 #define MIN_GAIN 1.03 /* the smallest median gain kept */
 
 /* The tunables searched (glibc.malloc.NAME), in the order tried.  */
@@ -94,11 +103,17 @@ static const struct arg_cmd tune_cmd = {
               "                     [--search LIST] [--reps N] [--min-time SECONDS] [--null-test] [replay options]\n",
   .help = "Searches the malloc tunables by replaying FILE: one tunable at a time, each\n"
           "candidate value run interleaved with the best so far until both have at least\n"
-          "N runs (--reps, default 5) totalling SECONDS of replay (--min-time, default\n"
-          "0.5).  A change is kept only when a one-sided Mann-Whitney U test of its runs\n"
-          "against the best's gives p < 0.01 and its median gains at least 3%; the best\n"
-          "is then measured afresh against the defaults under the same rule, and\n"
-          "recommended only if it passes; otherwise tune says \"no change recommended\".\n"
+          "N runs (--reps; default: the fewest that can reach the level below, plus 2,\n"
+          "at least 5) totalling SECONDS of replay (--min-time, default 0.5).  With M\n"
+          "candidates, a change is kept only when a two-sided Mann-Whitney U test of its\n"
+          "runs against the best's gives p < 0.05/M (Bonferroni) and its median gains at\n"
+          "least 3%; a candidate worse beyond the noise is reported \"slower\".  With two\n"
+          "or more kept, each must pay on its own: the best without it must be worse\n"
+          "(one-sided tests, Holm-Bonferroni at 0.01, and by 3%), else it is dropped.\n"
+          "What is left is measured afresh against the defaults (two-sided, p < 0.01,\n"
+          "3%) and recommended only if it passes; otherwise tune says \"no change\n"
+          "recommended\".  arena_max is not searched when every operation of the trace\n"
+          "is on one thread.\n"
           "Tunables (glibc.malloc.*; --search picks some, comma-separated): hugetlb (0, 1,\n"
           "and 2 when the hugetlb pool has pages), mmap_threshold, top_pad,\n"
           "trim_threshold, arena_max, tcache_count.\n"
@@ -125,6 +140,10 @@ struct tuner {
   struct tparam ps[NPARAMS];
   int best[NPARAMS];
   int fd, total_runs, kept;
+  int candidates;   /* how many the search tries */
+  double alpha;     /* each candidate's level: FAMILY_ALPHA / candidates */
+  int min_runs;     /* fewer runs each can never reach it */
+  int single;       /* the trace's operations are all on one thread */
 };
 
 static int hugetlb_pool(void) {
@@ -167,14 +186,32 @@ static void tunables_of(const struct tuner *t, const int *choice, char *buf, siz
   }
 }
 
+/* Is tunable K searched?  */
+static int searched(const struct tuner *t, int k) {
+  return (t->o->search >> k & 1) && !(t->single && !strcmp(t->ps[k].name, "arena_max"));
+}
+
+/* The candidates, each one's level and the runs that level needs.  */
+static void tune_levels(struct tuner *t) {
+  t->candidates = 0;
+  for (int k = 0; k < NPARAMS; k++)
+    for (int v = 0; v < MAX_VALUES && t->ps[k].values[v] && searched(t, k); v++) t->candidates++;
+  t->alpha = FAMILY_ALPHA / (t->candidates ? t->candidates : 1);
+  t->min_runs = stats_mwu_min_runs(t->alpha);
+}
+
 /* --- reports ------------------------------------------------------------------ */
 static void report_head(const struct tuner *t) {
   const struct tune_opts *o = t->o;
   printf("tune %s under %s, objective %s (%s; lower is better)\n", o->file, o->alloc, objectives[o->objective].name,
          objectives[o->objective].words);
   printf("each candidate runs interleaved with the best so far, each at least %d runs and %.2g s of replay;\n"
-         "a change is kept when a one-sided Mann-Whitney U test gives p < %.2g and its median gains >= %.0f%%\n",
-         o->policy.reps, o->policy.min_time, ALPHA, (MIN_GAIN - 1) * 100);
+         "%d candidates: a change is kept when a two-sided Mann-Whitney U test gives p < %.2g (%.2g / %d,\n"
+         "Bonferroni) and its median gains >= %.0f%%; fewer than %d runs each cannot reach that level\n",
+         o->policy.reps, o->policy.min_time, t->candidates, t->alpha, FAMILY_ALPHA, t->candidates,
+         (MIN_GAIN - 1) * 100, t->min_runs);
+  if (t->single && (o->search >> 4 & 1))
+    printf("arena_max not searched: every operation of this trace is on one thread, whose heap is the main arena\n");
   if (o->null_test)
     printf("NULL TEST: every candidate runs with the best so far's tunables, so every difference is noise\n");
   printf("\n  %-38s %-26s %-26s %-18s %8s %7s\n", "candidate (on top of the best so far)", "median [range]",
@@ -192,19 +229,23 @@ static void report_step(const struct tuner *t, const char *name, const struct co
   printf("  %-38s ", name);
   print_cell(a, 27);
   print_cell(b, 27);
+  char few[64];
+  (void)snprintf(few, sizeof few, "(too few runs to tell: %d needed)", t->min_runs); /* fits */
   printf("%-18s %8.2g %3d+%-3d %s\n", r, v->p, cand->runs, cur->runs,
-         keep                        ? "kept"
-         : cand->runs < 5            ? "(too few runs to tell: 5 needed)"
-         : v->p >= ALPHA             ? "noise"
-         : v->ratio > 1.0 / MIN_GAIN ? "gain below 3%"
-                                     : "");
+         keep                                                    ? "kept"
+         : cand->runs < t->min_runs || cur->runs < t->min_runs ? few
+         : v->p >= t->alpha                                      ? "noise"
+         : v->ratio > 1                                          ? "slower"
+         : v->ratio > 1.0 / MIN_GAIN                             ? "gain below 3%"
+                                                                 : "");
   (void)fflush(stdout); /* as it is decided, into a pipe or a file too; errors show at exit */
 }
 
-/* Is CAND better than CUR beyond the noise (V filled)?  */
-static int clears_noise(const struct tuner *t, const struct config *cand, const struct config *cur, struct verdict *v) {
+/* Is CAND better than CUR beyond the noise at level ALPHA (V filled)?  */
+static int clears_noise(const struct tuner *t, const struct config *cand, const struct config *cur, double alpha,
+                        struct verdict *v) {
   compare_configs(cand, cur, t->metric, v);
-  return v->p < ALPHA && cand->med[t->metric] * MIN_GAIN <= cur->med[t->metric];
+  return v->p < alpha && cand->med[t->metric] * MIN_GAIN <= cur->med[t->metric];
 }
 
 /* --- the search --------------------------------------------------------------- */
@@ -227,12 +268,68 @@ static int try_value(struct tuner *t, int k, int v) {
   t->total_runs += cand.runs + cur.runs;
   if (rc) return rc;
   struct verdict verdict;
-  int keep = clears_noise(t, &cand, &cur, &verdict);
+  int keep = clears_noise(t, &cand, &cur, t->alpha, &verdict);
   report_step(t, name, &cand, &cur, &verdict, keep);
   if (keep) {
     t->best[k] = v;
     t->kept++;
   }
+  return 0;
+}
+
+/* Every kept change must pay on its own: with two or more kept, the best
+   and the best without each of them, interleaved; a change whose absence
+   does not make the objective worse (one-sided Mann-Whitney U of the
+   best's runs below the ablated one's, Holm-Bonferroni over the K changes
+   at ALPHA, and by at least 3%) is dropped.  Returns 0, 1 after a message,
+   or RUN_INTERRUPTED.  */
+static int ablation(struct tuner *t) {
+  static struct config cfg[NPARAMS + 1];
+  struct config *list[NPARAMS + 1];
+  int which[NPARAMS], k = 0, reject[NPARAMS];
+  double p[NPARAMS];
+  char tun[512];
+  if (t->kept < 2) return 0;
+  for (int i = 0; i < NPARAMS; i++)
+    if (t->best[i] >= 0) which[k++] = i;
+  tunables_of(t, t->best, tun, sizeof tun);
+  config_init(&cfg[0], t->o->alloc, t->o->null_test ? "" : tun);
+  list[0] = &cfg[0];
+  for (int j = 0; j < k; j++) {
+    int choice[NPARAMS];
+    memcpy(choice, t->best, sizeof choice);
+    choice[which[j]] = -1;
+    tunables_of(t, choice, tun, sizeof tun);
+    config_init(&cfg[j + 1], t->o->alloc, t->o->null_test ? "" : tun);
+    list[j + 1] = &cfg[j + 1];
+  }
+  int rc = measure(t->fd, &t->o->ro, list, k + 1, &t->o->policy, "tune: ablation");
+  for (int j = 0; j <= k; j++) t->total_runs += cfg[j].runs;
+  if (rc) return rc;
+  for (int j = 0; j < k; j++) {
+    double va[MAX_RUNS], vb[MAX_RUNS];
+    config_values(&cfg[0], t->metric, va);
+    config_values(&cfg[j + 1], t->metric, vb);
+    p[j] = stats_mwu_less(va, cfg[0].runs, vb, cfg[j + 1].runs);
+  }
+  stats_holm(p, k, ALPHA, reject);
+  printf("\nablation, %d interleaved runs each: the best without each kept change (Holm-Bonferroni over %d one-sided "
+         "tests at %.2g)\n",
+         cfg[0].runs, k, ALPHA);
+  for (int j = 0; j < k; j++) {
+    char a[128], b[128];
+    int pays = reject[j] && cfg[0].med[t->metric] * MIN_GAIN <= cfg[j + 1].med[t->metric];
+    fmt_spread(&cfg[j + 1], t->metric, a, sizeof a);
+    fmt_spread(&cfg[0], t->metric, b, sizeof b);
+    printf("  without glibc.malloc.%s=%s: %s vs %s, p = %.2g: %s\n", t->ps[which[j]].name,
+           t->ps[which[j]].values[t->best[which[j]]], a, b, p[j],
+           pays ? "it pays, kept" : "it does not pay on its own, dropped");
+    if (!pays) {
+      t->best[which[j]] = -1;
+      t->kept--;
+    }
+  }
+  (void)fflush(stdout);
   return 0;
 }
 
@@ -244,9 +341,9 @@ static int final_check(struct tuner *t) {
   char tun[512], a[128], b[128];
   struct verdict v;
   if (!t->kept) {
-    printf("\nno change recommended: no tunable's gain cleared the noise (one-sided Mann-Whitney U p < %.2g and a "
+    printf("\nno change recommended: no tunable's gain cleared the noise (two-sided Mann-Whitney U p < %.2g and a "
            "median gain of at least %.0f%%); the defaults stand\n",
-           ALPHA, (MIN_GAIN - 1) * 100);
+           t->alpha, (MIN_GAIN - 1) * 100);
     return 0;
   }
   tunables_of(t, t->best, tun, sizeof tun);
@@ -256,17 +353,17 @@ static int final_check(struct tuner *t) {
   int rc = measure(t->fd, &t->o->ro, pair, 2, &t->o->policy, "tune: final check");
   t->total_runs += best.runs + defaults.runs;
   if (rc) return rc;
-  int ok = clears_noise(t, &best, &defaults, &v);
+  int ok = clears_noise(t, &best, &defaults, ALPHA, &v);
   fmt_spread(&best, t->metric, a, sizeof a);
   fmt_spread(&defaults, t->metric, b, sizeof b);
   printf("\nfinal check, %d+%d interleaved runs: %s %s with GLIBC_TUNABLES=%s vs %s with the defaults;\n"
-         "ratio %.3g [95%% CI %.3g-%.3g], one-sided Mann-Whitney U p = %.2g\n",
+         "ratio %.3g [95%% CI %.3g-%.3g], two-sided Mann-Whitney U p = %.2g\n",
          best.runs, defaults.runs, obj, a, tun, b, v.ratio, v.lo, v.hi, v.p);
   if (ok)
     printf("recommended: GLIBC_TUNABLES=%s   (%.3gx on %s, 95%% CI %.3g-%.3g)\n", tun, 1 / v.ratio, obj, 1 / v.hi,
            1 / v.lo);
   else
-    printf("no change recommended: the changes kept in the search did not clear the noise against the defaults "
+    printf("no change recommended: the changes kept did not clear the noise against the defaults "
            "(p < %.2g and a gain of at least %.0f%%); the defaults stand\n",
            ALPHA, (MIN_GAIN - 1) * 100);
   return 0;
@@ -277,11 +374,12 @@ static int final_check(struct tuner *t) {
 static int tune_run(struct tuner *t) {
   report_head(t);
   for (int k = 0; k < NPARAMS; k++)
-    for (int v = 0; v < MAX_VALUES && t->ps[k].values[v] && (t->o->search >> k & 1); v++) {
+    for (int v = 0; v < MAX_VALUES && t->ps[k].values[v] && searched(t, k); v++) {
       int rc = try_value(t, k, v);
       if (rc) return rc;
     }
-  return final_check(t);
+  int rc = ablation(t);
+  return rc ? rc : final_check(t);
 }
 
 static void report_partial(const struct tuner *t) {
@@ -298,7 +396,7 @@ static int tune_parse(int argc, char **argv, struct tune_opts *o) {
   *o = (struct tune_opts){ .alloc = "hpmalloc",
                            .objective = 1,
                            .search = (1u << NPARAMS) - 1,
-                           .policy = { .reps = 5, .min_time = DEFAULT_MIN_TIME },
+                           .policy = { .reps = 0, .min_time = DEFAULT_MIN_TIME }, /* 0: from the level */
                            .ro = { .touch = TOUCH_FULL } };
   tlb_geom_get("auto", &o->ro.geom, NULL, 0);
   int rc = args_parse(&tune_cmd, argc, argv, o);
@@ -322,6 +420,9 @@ int cmd_tune(int argc, char **argv) {
   tune_params(&t);
   t.fd = replay_load(o.file, &o.ro, replay_default_max_mem());
   if (t.fd < 0) return 1;
+  t.single = replay_image_busy_threads(t.fd) <= 1;
+  tune_levels(&t);
+  if (!o.policy.reps) o.policy.reps = t.min_runs + 2 > 5 ? t.min_runs + 2 : 5;
   catch_sigint();
   double start = now_s();
   rc = tune_run(&t);

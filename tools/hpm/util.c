@@ -25,6 +25,11 @@ void progress(const char *fmt, ...) {
   progress_shown = 1;
 }
 
+int progress_on_terminal(void) {
+  if (hpm_verbose_progress < 0) hpm_verbose_progress = isatty(2);
+  return hpm_verbose_progress;
+}
+
 void progress_done(void) {
   if (progress_shown) {
     fputs("\r\033[K", stderr);
