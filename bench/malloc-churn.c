@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Two-threaded churn benchmark.  MIT licence.
  *
  *   malloc-churn [OPS]   OPS operations per thread (default 10,000,000)

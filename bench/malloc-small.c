@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Single-threaded small-object malloc/free benchmark.  MIT licence.
  *
  *   malloc-small [N [lifo|batch]]   N mallocs in all (default 50,000,000),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """memstate.py: the memory state a benchmark run starts in.  MIT licence.
 
 In a VM whose balloon device has free-page reporting, memory that the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """run-bench.py: the allocator comparison behind `make bench`.
 
     python3 bench/run-bench.py --build build [--quick] [--reps 3]

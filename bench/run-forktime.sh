@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # fork() after two threads built a heap of small objects, under glibc
 # hugetlb=0, glibc hugetlb=1 and hpmalloc hugetlb=1 (LD_PRELOAD),
 # interleaved; prints a markdown table of each contender's median of its

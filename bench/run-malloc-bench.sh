@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Malloc microbenchmarks, glibc vs hpmalloc (LD_PRELOAD), interleaved.
 #   bench/run-malloc-bench.sh [BUILD_DIR]      (make bench runs it)
 # Env: REPS (5), SMALL_N (50000000 mallocs), CHURN_OPS (10000000 per thread),

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # What linking hpmalloc adds to a static program: a hello-world that
 # mallocs, linked -static with and without libhpmalloc.a, stripped, for
 # glibc (gcc) and musl (musl-gcc, if present).  Prints a Markdown table

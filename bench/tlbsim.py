@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """tlbsim: how many TLB misses and page walks a program's heap layout costs
 under each allocator, on base pages, counted by a simulation rather than by
 hardware counters (this machine has none) -- repeatable, and the same on

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Print line and branch coverage per directory from an lcov tracefile.
 #   coverage-summary.sh FILE.info [TOP]     (TOP: prefix stripped from paths)
 # A directory is a file's directory below TOP (sysdeps/x86_64, malloc, ...);

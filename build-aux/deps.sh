@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Install what hpmalloc's build and tests need, from Debian's packages.
 #   deps.sh check   install what is missing (as root), else print the command
 #   deps.sh demo    what make demo needs

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # make deb: build the Debian packages from this tree, then check them with
 # lintian.
 #   build-aux/make-deb.sh OUTDIR VERSION

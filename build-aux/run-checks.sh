@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Run each check target in turn (all of them, even after a failure), then
 # print one summary line per suite and a closing "N passed, N failed" line.
 # Exit status: 0 only when every suite passed.

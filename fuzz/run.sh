@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Run one libFuzzer harness for a while and summarise.
 #   fuzz/run.sh BIN NAME SECONDS BUILD [libFuzzer options...]
 # First replays every seed in fuzz/corpus/NAME and every regression input

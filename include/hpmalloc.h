@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpmalloc public extensions.  MIT licence.
  *
  * Everything else hpmalloc exports is the glibc malloc API (<malloc.h>,

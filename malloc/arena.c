@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* arena.c: arenas, which thread uses which, thread exit and fork.
  *
  * The main arena is static; every other arena lives in the first of its

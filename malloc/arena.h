@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* arena.h: heaps and arenas, which thread uses which, and the arena lock
  * discipline (arena.c).  Includes: hp_base.h, chunk.h, inbox.h, lock.h,
  * params.h, region.h, tcache.h.

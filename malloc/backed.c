@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backed.c: how much of the allocator's memory the kernel backs with huge
  * pages now.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backed.h: how much of the allocator's memory the kernel backs with huge
  * pages now, measured for the statistics (backed.c).
  * Includes: hp_base.h, hp_sys.h.  */

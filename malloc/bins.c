@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bins.c: the arena's free lists and the core of malloc and free.
  *
  *   fastbins   singly linked LIFO per small size (<= mxfast), chunks stay

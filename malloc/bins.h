@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bins.h: an arena's free lists and the core of malloc and free (bins.c).
  * Unless a function says otherwise, the caller holds the arena's lock
  * (or the process has one thread).  Includes: arena.h.  */

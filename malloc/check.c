@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check.c: the one error path, and validators for whole arenas.
  *
  * hp_fatal prints a fixed message (the same words glibc prints, so that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check.h: the one error path, the debug build's assertions and the
  * validators (check.c).  Includes: hp_base.h.  */
 #ifndef HP_CHECK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* chunk.h: the chunk layout, boundary tags and size arithmetic.
  *
  * A chunk is the unit the arenas manage (the ptmalloc / dlmalloc layout):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* diag.c: where hpmalloc's diagnostics go.
  *
  * A diagnostic must never land where the program did not ask for it.

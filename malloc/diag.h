@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* diag.h: where hpmalloc's diagnostics go (diag.c): the verbose lines
  * (hpmalloc.verbose), the report at exit (hpmalloc.stats) and the notes on
  * what the kernel refused.  Every one of them goes through here.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpt_api.h: the public API as the test build names it (hpt_malloc, ...),
  * for unit tests that drive the allocator beside the system's malloc.  */
 #ifndef HP_HPT_API_H

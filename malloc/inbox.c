@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* inbox.c: an arena's inbox (inbox.h says what it holds and why).
  *
  * Other threads put chunks in (a flush, tcache.c); the arena's threads

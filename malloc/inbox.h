@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* inbox.h: an arena's inbox (inbox.c).  Includes: hp_base.h, chunk.h,
  * lock.h.
  *

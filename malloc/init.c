@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* init.c: start-up (probe, tunables, huge-page mode) and mallopt.
  *
  * Initialisation runs on the first call into the allocator, in two phases:

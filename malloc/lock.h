@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lock.h: the arena lock, and whether the process has threads at all.
  *
  * The lock is one word: 0 free, 1 taken, 2 taken and someone may sleep on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* malloc.c: the public entry points.  Argument checks, errno, dispatch to
  * the tcache (inlined fast paths), the arenas and mapped chunks, and the
  * valgrind client requests that describe each block to memcheck.  The work

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mmapped.c: chunks above the mmap threshold, each mapped on its own.
  *
  * Layout: the mapping starts `offset` bytes before the chunk (offset > 0

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mmapped.h: chunks mapped on their own (mmapped.c).  No lock needed: the
  * statistics are atomic and the registry of mappings is lock-free.
  * Includes: hp_base.h, hp_sys.h, chunk.h.  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* params.h: the allocator-wide parameters (`mp`), start-up and mallopt
  * (init.c).  Includes: hp_base.h, hp_sys.h, chunk.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prefault.c: fault a growing heap's next huge pages in ahead of need, in a
  * helper thread, so that the kernel's zeroing of them (most of the time a
  * THP heap's growth costs, and far more on memory the host took back) runs

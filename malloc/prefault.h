@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prefault.h: faulting a growing heap's next huge pages in ahead of need,
  * off the allocating thread (prefault.c).  Off unless hpmalloc.prefault
  * says how many huge pages ahead.  Includes: hp_base.h.  */

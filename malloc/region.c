@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* region.c: reserving, committing and releasing address space, and the
  * huge-page policy.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* region.h: address space for heaps and for chunks mapped on their own,
  * and the huge-page policy (region.c, the only file that calls the
  * kernel).  Nothing above it knows page sizes: callers ask for bytes and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats.c: mallinfo, mallinfo2, malloc_stats, malloc_info,
  * hpmalloc_stats and the report at exit (hpmalloc.stats).  Counters are
  * gathered under each arena's lock into a plain struct, and printed only

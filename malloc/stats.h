@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats.h: mallinfo, mallinfo2, malloc_stats, malloc_info and
  * hpmalloc_stats (stats.c).  Each takes the arena locks one at a time
  * itself.  Includes: hp_base.h.  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tcache.c: the per-thread cache (tcache.h says what it holds).
  *
  * The fast paths (malloc.c) pop and push without a lock.  Everything here

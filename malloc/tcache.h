@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tcache.h: the per-thread state -- the thread's cache of free chunks
  * (tcache.c) and the arena it is bound to (arena.c).  The cache takes no
  * lock: only its thread touches its bins.  Includes: hp_base.h, chunk.h,

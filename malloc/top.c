@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* top.c: the top chunk.  Serving from it (top_take, inline in top.h; a
  * refill carving it into a cache bin), growing it (committing more of the
  * current heap, extending the heap in place, or starting a new heap), and

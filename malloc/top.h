@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* top.h: the top chunk -- serving from it, growing and trimming an
  * arena's heaps (top.c).  The caller holds the arena's lock (or the
  * process has one thread).  Includes: arena.h.  */

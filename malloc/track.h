@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* track.h: running under valgrind's memcheck (and the other heap tools).
  *
  * Under memcheck, hpmalloc's own code reads and writes its metadata inside

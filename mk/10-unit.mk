@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Unit tests (Criterion): tests/unit/test_*.c, each linked against the test
 # build of the library (internals visible, public API renamed hpt_*).
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # API tests (tests/api/): glibc malloc semantics through the public API,
 # a plain-C program with its own TAP-like harness (no Criterion), built
 #   api-dyn     -DHPT_LINKED, linked with -lhpmalloc (rpath to $(BUILD)/lib)

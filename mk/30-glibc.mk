@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # glibc's own malloc tests (tests/glibc/, see tests/glibc/README.md).
 # Owns: check-glibc, check-glibc-native, glibc-tests-build and everything
 # under $(BUILD)/glibc-src and $(BUILD)/glibc-tests*.

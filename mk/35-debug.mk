@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The debug build: the same sources with their invariants checked
 # (-DHP_DEBUG=1: HP_ASSERT in malloc/check.h, lock holders recorded in
 # malloc/lock.h) at -O1, built under $(BUILD)/debug with its own objects,

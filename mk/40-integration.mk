@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Integration tests (tests/integration/): real programs under LD_PRELOAD,
 # the multi-threaded stress test, static linking, and valgrind's memcheck
 # over hpmalloc.  `make check-integration` runs all four suites (each even

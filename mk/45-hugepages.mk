@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # check-hugepages: huge-page coverage of every path, modes 1 and 2, the
 # statistics' huge-page figures against smaps, and a static program in an
 # empty root (tests/hugepages).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Hardening (issue 6; tests/hardening/, tests/unit/test_faults.c).
 #
 #   make check-hardening   (in `make check`) misuse caught with glibc's

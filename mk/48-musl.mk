@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # musl (tests/musl/):
 #   make musl         $(BUILD)/musl/lib/libhpmalloc.a, built with musl-gcc
 #                     (Debian's musl-tools; MUSL_CC to use another)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Owned by sysdeps.  Two things:
 #
 # 1. The sysdeps unit test (tests/unit/test_sysdeps.c) checks every

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The hpm tool (tools/hpm/): build/bin/hpm and the recorder
 # build/lib/libhpmtrace.so, both part of the default build; `make check-hpm`
 # runs the Criterion tests of the trace codec and of the command-line

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Man pages (man/): hpm(1) and hpmalloc(7), written in scdoc's format and
 # built into $(BUILD)/man/ by `make` when scdoc is installed (Debian:
 # scdoc; without it the library and hpm still build, and make install says

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # make bench: the allocator comparison (not part of `make check`: measured,
 # never asserted).  bench/run-bench.py runs every workload
 # (bench/workloads/, bench/malloc-small.c, real programs) under glibc

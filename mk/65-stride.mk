@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Stride microbenchmarks (not part of `make check`): bench/stride/stride.c,
 # the seeds' span test (16 MB of sequential numbers summed with spans
 # 1..4096) and segment-stress stride (a line every 256 MiB + 4 KiB, and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # make demo: the TLB-heavy workload (bench/demo) under glibc and hpmalloc.
 DEMO_BIN := $(BUILD)/bench/tlbdemo
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # check-install: make install into a scratch DESTDIR, then the installed
 # tree on its own: the versioned library and its links, a program built
 # with the pkg-config file, a preloaded program, hpm recording and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Static analysis: `make analyze` runs gcc -fanalyzer, cppcheck and
 # clang-tidy over malloc/, tunables/, sysdeps/ and tools/ (when it exists)
 # and fails on any finding.  Configuration: .clang-tidy (checks, and why

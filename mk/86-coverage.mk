@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Coverage: `make coverage` builds an instrumented copy of everything
 # (gcc --coverage, -O0) under COV_BUILD (build-cov), runs the whole test
 # suite against it -- the unit tests on the test build (libhpmalloc-test.a),

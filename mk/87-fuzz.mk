@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Fuzzing (fuzz/): libFuzzer harnesses built with clang and the sanitizers.
 #   make fuzz            build, then run each harness FUZZ_TIME seconds (60), one at a time
 #   make fuzz-smoke      build, then run each for FUZZ_SMOKE_TIME seconds (10): for CI

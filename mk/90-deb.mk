@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # make deb: the Debian packages libhpmalloc0, libhpmalloc-dev and
 # hpmalloc-tools (debian/), built with dpkg-buildpackage -b -us -uc from a
 # copy of the tree, into $(BUILD)/deb/, then checked with lintian (an error

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tunables: every malloc tunable hpmalloc understands, declared once.
  *
  * Contract: parsing never allocates, never calls getenv or any function that

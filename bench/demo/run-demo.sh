@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # make demo: the TLB-heavy workload under glibc and hpmalloc, side by side.
 # Runs every configuration REPS times, interleaved (timings on a shared
 # machine are noisy), and prints medians.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tlbdemo: a TLB-heavy workload for `make demo`.
  *
  * Builds a heap of small objects (100 bytes by default) from T threads,

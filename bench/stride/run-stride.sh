@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # run-stride.sh STRIDE_BIN: the stride microbenchmarks under base pages, THP
 # and hugetlbfs, interleaved and repeated; writes the medians as markdown
 # tables to $OUT.  MIT licence.  See bench/stride/README.md.

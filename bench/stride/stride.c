@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stride: the seeds' stride microbenchmarks under one memory backing.
  * MIT licence.  Linux only: it maps memory with the kernel's huge-page
  * controls directly and does not use hpmalloc.

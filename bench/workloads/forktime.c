@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* forktime: what fork() costs a process whose threads built a large heap
  * of small objects, written for this project.  MIT licence.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """gen-data: the xz workload's input, MiB of deterministic mixed data
 (text-like words, structured records, random bytes, runs).  MIT licence.
 

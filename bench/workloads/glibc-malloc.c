@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* glibc-malloc: a preload that sends the malloc API to glibc's own malloc.
  * MIT licence.
  *

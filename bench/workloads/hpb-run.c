@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpb-run: the benchmark launcher.  MIT licence.
  *
  *   hpb-run [-e VAR=VALUE]... [-i STDIN] [-O STDOUT] [-r RESULT] -- CMD ARGS...

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pyalloc: an allocation-heavy Python program for the benchmark (run with
 PYTHONMALLOC=malloc so that every object goes through the malloc under
 test).  MIT licence.

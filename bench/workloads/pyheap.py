@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """pyheap: a python heap of small objects (2 million small lists of an int,
 a string and a tuple); prints how much of the process's anonymous memory
 is on transparent huge pages (AnonHugePages in /proc/PID/smaps_rollup).

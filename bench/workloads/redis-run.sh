@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # redis-run.sh SERVER PORT REQUESTS: the server-shaped workload of
 # run-bench.py.  MIT licence.
 #

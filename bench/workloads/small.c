@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* small: small-object workloads in the shape of the classic allocator
  * benchmarks, written for this project.  MIT licence.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tlb: TLB-heavy workloads, written for this project.  MIT licence.
  *
  *   tlb graph  N THREADS STEPS

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* touch: first touch of fresh anonymous memory, written for this project.
  * MIT licence.
  *

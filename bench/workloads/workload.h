@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* workload.h: what the benchmark workloads (small.c, tlb.c) share: a
  * monotonic clock, a xorshift generator and a malloc that exits when it
  * fails.  MIT licence.  */

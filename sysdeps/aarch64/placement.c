@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* aarch64 placement policy.  MIT licence.
  *
  * The translation granule is the base page, and it sets every level:

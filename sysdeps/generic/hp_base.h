@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hp_base.h: the bottom layer every other header of hpmalloc may include
  * (malloc/, tunables/ and sysdeps/ alike): compiler macros, power-of-two
  * and alignment helpers, size constants.  It includes nothing of the

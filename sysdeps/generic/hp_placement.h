@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hp_placement.h: the pure placement policy of every architecture, for
  * sysdeps only.  MIT licence.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hp_sys.h: the one interface between hpmalloc's core and the system.
  *
  * The core (malloc/, tunables/) includes only this header for anything that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* malloc.h over musl's: what glibc's <malloc.h> declares and musl's does
  * not -- struct mallinfo and mallinfo2, the mallopt parameters with
  * glibc's values, and the functions hpmalloc defines on every C library.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The monotonic clock: the same on every POSIX system.  MIT licence.  */
 #include <time.h>
 

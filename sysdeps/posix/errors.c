@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The error path's and the diagnostics' primitives, for every POSIX
  * system: write with write(2), identify and open the files diagnostics go
  * to, and abort, all without allocating.  Shared by sysdeps/unix/sysv/

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hp_posix.h: helpers shared by the OS layers of sysdeps/ (not part of the
  * core's interface).  MIT licence.  */
 #ifndef HP_POSIX_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unmapping and protection: the same on every POSIX system (shared by
  * sysdeps/unix/sysv/linux and sysdeps/generic/os).  MIT licence.  */
 #include <sys/mman.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The best-effort random fallback, shared by every OS layer.  MIT licence.  */
 #include <time.h>
 

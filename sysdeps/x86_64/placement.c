@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* x86_64 placement policy.  MIT licence.
  *
  * Base pages are 4 KiB, the PMD maps 2 MiB and the PUD 1 GiB.  Heap

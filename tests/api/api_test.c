@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpmalloc API tests: glibc 2.36 malloc semantics through the public API
  * only, plus hpmalloc's extensions.  MIT licence.
  *

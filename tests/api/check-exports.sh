@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Check what a library exports -- the dynamic symbol table of libhpmalloc.so,
 # or the global definitions of libhpmalloc.a (nm -g --defined-only): every
 # function of the malloc API and hpmalloc's extensions is there, and nothing

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Write a C file that defines, as the program's own globals, every global
 # name the library's objects define besides the public API: each function
 # as `void NAME(void) {}`, each object as `int NAME = 7;`, and tables of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A static program whose own globals bear every internal name of the
  * library (tests/api/namesake-gen.sh writes them into the file linked
  * beside this one): it must link with libhpmalloc.a, allocate from

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Run the API tests in every way hpmalloc is used:
 #   exports    nm -D of libhpmalloc.so lists only the API
 #   exports-static  nm -g --defined-only of libhpmalloc.a lists only the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A tiny TAP-like harness for tests that exercise a malloc implementation
  * through its public API.  MIT licence.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The report logic of bench/run-bench.py on made-up runs: the seed check's
 verdict and the bootstrap interval it rests on.  No timing is measured
 here; only what the report concludes from given numbers.  MIT licence.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """bench/tlbsim.py on made-up cachegrind output: which counts it reads, the
 TLB geometries it accepts, and the table it makes.  Nothing is simulated
 or timed here.  MIT licence.

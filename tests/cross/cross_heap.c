@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cross_heap: where the allocator's own heap lands, on the probe's view of
  * a fixture machine.  Linked with the test build (hpt_* API), run under
  * qemu-user with HPMALLOC_TEST_SYSROOT pointing at a fixture tree.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Cross-architecture test of sysdeps, without Criterion (there is none for
  * the cross targets): run under qemu-user by `make check-cross`.  MIT
  * licence.

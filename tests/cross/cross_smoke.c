@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* API smoke test for cross builds, without Criterion: run under qemu-user
  * with libhpmalloc.so preloaded by `make check-cross`.  MIT licence.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Checks that the allocator under test is hpmalloc: hpmalloc_version is
    visible, and the malloc and free the program calls come from the object
    that defines it.  The glibc-test runner runs this once per run, under

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Run glibc 2.36's malloc tests (built by mk/30-glibc.mk) against hpmalloc,
 # preloaded and linked statically, in every glibc.malloc.hugetlb mode, and
 # print the results and one summary line:

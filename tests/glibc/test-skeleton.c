@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpmalloc's shim of glibc's top-level test-skeleton.c, the legacy entry
    point that older tests include as "../test-skeleton.c" (found through
    -iquote tests/glibc/support).  Written for hpmalloc; MIT licence.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* diag: a program for the checks on where hpmalloc's diagnostics go
  * (tests/hardening/run.sh).
  *

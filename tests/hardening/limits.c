@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* limits: hpmalloc at the edge of what the kernel gives (issue 6).
  *
  *   limits as       RLIMIT_AS set 256 MiB above the process's size, then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* misuse: heap misuse must be caught, with glibc's fixed message and
  * SIGABRT (issue 6, hardening).
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # check-hardening: see tests/hardening/README.md.  Each check prints
 # PASS, FAIL or SKIP (with the reason) and the summary goes to
 # $BUILD/summary/hardening.txt.

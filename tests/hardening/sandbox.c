@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sandbox: run a program under a seccomp filter that makes madvise,
  * mremap and mbind fail with EPERM, as locked-down sandboxes do (some
  * container runtimes, browsers' renderers, systemd's SystemCallFilter=).

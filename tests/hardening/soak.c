@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* soak: a bounded load test (issue 6; `make check-soak`, not in `make check`).
  *
  * For SOAK_SECONDS (default 60) worker threads allocate and free blocks of

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # check-soak: tests/hardening/soak.c in hugetlb modes 1 and 2, SOAK_SECONDS
 # each (default 60).  SOAK_HUGEPAGES=N (root): give mode 2 a pool of N free
 # huge pages (beyond any others hold), restored afterwards; by default mode 2

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tunables_probe: what the environment did to the allocator.
  *
  * Linked with the test build of the library (internals visible, the API

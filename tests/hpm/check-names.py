@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Check the names hpm analyze --stacks --json gives to frames, without
 libdw: every frame whose function is a name (not MODULE+0xOFFSET, not an
 inlined call) must be a symbol of its module (binutils' nm, of the file,

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Checks an hpm chart the way a reader would look at it.
 
     check-svg.py FILE.svg [--peak BYTES] [--panels N]

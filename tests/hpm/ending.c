@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A program for check-hpm's tests of names and of the ways a program
    ends.  make_list() keeps N names that make_name() allocates (the
    malloc on the line marked NAME); built with -O2 -g (mk/55-hpm.mk),

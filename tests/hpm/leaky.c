@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A program with a known leak, for `hpm analyze --stacks` (check-hpm):
    leak_records() keeps every record it makes and never frees them (the
    malloc on the line marked LEAK); parse_line() allocates and frees a

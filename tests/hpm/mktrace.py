@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 # An independent writer of the hpm trace format, from tools/hpm/FORMAT.md
 # alone: it builds well-formed and hostile traces for tests/hpm/run-hpm.sh.
 #   mktrace.py KIND OUT

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # check-hpm: the hpm tool on real programs and on hostile traces.
 #   BUILD=build bash tests/hpm/run-hpm.sh
 # Every check prints "ok" or "FAIL" with the reason; the exit status is

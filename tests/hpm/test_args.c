@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Criterion tests of hpm's command-line parser (tools/hpm/args.c): every
    kind of argument in both spellings, repeated options, `--`, the rest of
    a command line, --help, and the messages of every error, which must

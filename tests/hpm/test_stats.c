@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Criterion tests of hpm's statistics and units (tools/hpm/stats.c):
    the Mann-Whitney U test against distributions counted by hand and
    against its normal approximation, the bootstrap interval of a median

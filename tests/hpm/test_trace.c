@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Criterion tests of the trace codec (tools/hpm/trace.c): every event kind
    with edge values survives encode -> hpm_trace_read_buffer -> encode byte
    for byte; damaged buffers are refused with the offset; truncation keeps

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Test program for hpm record: known numbers of calls of every malloc API
    function, objects allocated by one thread and freed by another, and
    several ways to end.  MIT licence.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* backed: the heap's huge pages as the kernel's smaps counts them, for the
  * acceptance check of hpmalloc's statistics (tests/hugepages/run.sh).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* coverage: build a heap in one of three shapes and report how much of it
  * sits on huge pages, from the kernel's own accounting.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* emptyroot: a static program (linked with libhpmalloc.a) for the check of
  * huge pages in an empty root (tests/hugepages/run.sh): run there, with no
  * /proc and no /sys, hpmalloc learns what the kernel offers from the

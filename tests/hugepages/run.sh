@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # check-hugepages: huge-page coverage of every path, read from the kernel's
 # accounting (/proc/self/smaps_rollup, /proc/self/status, /proc/self/maps).
 #   mode 1 (THP): heaps built by the main thread and by two threads, 3 MiB

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A program that uses hpmalloc's own API, so it runs only on hpmalloc:
    prints "VERSION BYTES_IN_USE" and exits 0 when the stats saw its block.
    Built by check-install and check-deb against an installed tree.  MIT.  */

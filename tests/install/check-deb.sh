@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # check-deb: build the Debian packages (make deb: dpkg-buildpackage, then
 # lintian, whose errors fail), install libhpmalloc0, libhpmalloc-dev and
 # hpmalloc-tools into a scratch root with dpkg, and use them from there:

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Render hpm(1) and hpmalloc(7) and hold them against the sources.
 
     check-man.py SRCDIR HPM_PAGE HPMALLOC_PAGE     (pages: roff, or roff.gz)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Checks shared by run-install.sh (make install into a DESTDIR) and
 # check-deb.sh (the Debian packages installed into a scratch root): an
 # installed hpmalloc and hpm used as a user would, nothing from the build

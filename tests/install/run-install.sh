@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # check-install: `make install` into a scratch DESTDIR, then the installed
 # tree used as a user would use it, with nothing from the build tree:
 #   - the layout: libhpmalloc.so.VERSION with its soname link and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Compiled by gcc under the allocator being tested, then run.  MIT licence. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # A malloc-heavy Python workload whose output is deterministic: dicts,
 # lists, strings, sets, big integers, JSON round trips.  Prints a digest.
 # MIT licence.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Real programs under LD_PRELOAD=libhpmalloc.so: python3, perl, sort, xz
 # and gcc must give the same output as without the preload, in hugetlb
 # modes 0 (default), 1 and 2.  First, the preload must really take effect.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # All integration suites, each run even when an earlier one failed:
 #   programs   python3, perl, sort, xz, gcc under LD_PRELOAD, hugetlb 0/1/2
 #   stress     tests/integration/stress.c under LD_PRELOAD, hugetlb 0/1/2

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Linked `gcc -static static-app.c libhpmalloc.a -lpthread`: it must link,
  * run, and really allocate from hpmalloc.  MIT licence. */
 #include <malloc.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Static linking: `gcc -static app.c libhpmalloc.a -lpthread` links without
 # glibc's malloc.o, runs, and allocates from hpmalloc; an appliance's
 # hpmalloc_default_tunables takes effect and the environment overrides it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* An appliance that links hpmalloc statically gives its tunables in code:
  * hpmalloc_default_tunables sets the mmap threshold to 4 KiB (and top_pad
  * to 0, so the top chunk stays small), so a malloc of 8 KiB more than the

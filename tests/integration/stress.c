@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Multi-threaded malloc stress test.  MIT licence.
  *
  * NTHREADS workers (default 8) run for a bounded time doing random

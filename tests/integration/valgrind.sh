@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # memcheck with hpmalloc's own code executing.
 #
 # By default memcheck replaces the malloc functions of libc.so AND of any

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A deliberate leak, linked with hpmalloc: memcheck (with hpmalloc's own
  * malloc running and its client requests describing the blocks) must report
  * 12345 bytes definitely lost.  MIT licence. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Deliberate heap errors, linked with hpmalloc: memcheck must report an
  * invalid write one byte past a 24-byte block and an invalid read of a freed
  * block.  MIT licence. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Exits 0 when the allocations of this process are hpmalloc's (its
  * counters move), 3 when something else (memcheck's replacement malloc)
  * served them.  With the argument "census": builds 8 MiB of small blocks

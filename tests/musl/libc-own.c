@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libc-own: linked `musl-gcc -static` with libhpmalloc.a, the C library's
  * own allocations come from hpmalloc too -- those musl makes through the
  * public names (fopen, strdup, getdelim) and those it makes through its

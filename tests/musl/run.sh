@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # check-musl: programs linked `musl-gcc -static` with the musl build of
 # libhpmalloc.a (tests/musl/README.md).  Each check prints PASS, FAIL or
 # SKIP; the summary goes to $BUILD/summary/musl.txt.       MIT licence.

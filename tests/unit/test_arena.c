@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of malloc/arena.c (and of top.c's heaps for thread arenas):
  * which thread uses which arena, the arena limit, cross-thread frees,
  * arena reuse after thread exit, fork in a multi-threaded process, finding

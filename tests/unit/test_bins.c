@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of malloc/bins.c (and of top.c as bins.c reaches it): the
  * fastbins, the unsorted, small and large bins, the binmap, coalescing,
  * realloc and memalign in the arena, trimming, mallinfo2, and the cheap

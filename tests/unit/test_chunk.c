@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of malloc/chunk.h: size arithmetic, the chunk layout, bin and
  * fastbin indices, and safe linking.  Pure functions: no allocator state.
  * MIT licence.  */

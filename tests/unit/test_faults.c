@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fault injection through hp_kernel (issue 6, hardening).
  *
  * Every kernel call hpmalloc makes goes through the hp_kernel table (map,

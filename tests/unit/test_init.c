@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of malloc/init.c (huge-page mode resolution, mallopt,
  * switching the mode at run time, the verbose start-up line) and of the
  * public entry points in malloc/malloc.c that the other files leave out

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of the Linux readers' path joining
  * (sysdeps/unix/sysv/linux/readers.c) and of the os.c primitives' edges
  * (mincore residency, refused mappings, randomness).  The readers' file

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of sysdeps/posix: the error path's primitives (write to
  * stderr, abort without allocating, even when the program's SIGABRT
  * handler returns) and the weak random fallback.  MIT licence.  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of malloc/region.c: the huge-page policy against a FAKE
  * KERNEL.  hp_kernel (struct hp_kernel_ops) is replaced by functions that
  * record every call and fail on demand: refuse MADV_HUGEPAGE, run the

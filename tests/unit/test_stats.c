@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of what the statistics say about huge pages: the census's
  * parsers (sysdeps/unix/sysv/linux/census.c) on the smaps fixtures under
  * tests/fixtures/smaps/ and on made-up PAGEMAP_SCAN output, the census

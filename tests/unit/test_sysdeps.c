@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of sysdeps: the probe on fixture trees and on this machine, the
  * text readers, every architecture's placement policy, and the Linux OS
  * primitives live.  MIT licence.

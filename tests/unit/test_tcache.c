@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of malloc/tcache.c and the cache paths of malloc.c and
  * bins.c: LIFO hits, the size classes (small and large), caps that grow
  * within the byte budget and shrink in the gc, refills and flushes in

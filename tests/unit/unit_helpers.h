@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* unit_helpers.h: helpers shared by the unit tests (static, one copy per
  * test program).  MIT licence.  */
 #ifndef HP_UNIT_HELPERS_H

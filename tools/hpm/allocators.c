@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm: the allocators it knows (which are installed, from which Debian
    package the others come), which malloc tunables each reads, and the
    check of --tunables against the library's own table.

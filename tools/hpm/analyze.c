@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm analyze: operation counts, size and lifetime histograms, live bytes
    over time, per-thread counts and the allocating x freeing thread matrix;
    text, JSON and SVG.  MIT licence.  */

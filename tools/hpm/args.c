@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm: the command-line parser every command uses (the rules are in
    args.h).  A command's table, sub-tables included, is flattened into one
    list; then each argument is matched against it.  Messages say which argument

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm: the command-line parser every command uses.  MIT licence.
 
    A command declares its arguments in a table, one entry a line, and gets

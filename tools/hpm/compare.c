@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm compare: the same trace replayed under several allocators and
    tunables, runs interleaved and repeated until each configuration has
    enough (runs.c), medians side by side with their spread and the

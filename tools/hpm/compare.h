@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm replay, compare and tune: one trace replayed under one or several
    configurations (an allocator and its tunables), runs repeated and
    interleaved until they total a minimum time, summarised by medians.

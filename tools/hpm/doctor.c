@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm doctor: what this machine will do with each huge-page mode.
    Settings (read from /sys and /proc, or from a copy of them under
    --root): transparent huge pages (enabled, defrag, khugepaged's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm dump and hpm reencode: a trace as text, event by event, and a trace
    decoded and encoded again (the format's round-trip check).  MIT licence.  */
 #include "args.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm __engine: the replay engine, run by the driver (replay.c) in a child
    process with the allocator under test preloaded.  It maps the image,
    replays it with real threads (a free of another thread's object waits

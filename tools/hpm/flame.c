@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* An SVG flame graph of folded stacks ("main;parse;strdup 4096" lines, the
    outermost frame first): the stacks merged into a tree, each frame a box
    as wide as its share of the total, callers below callees, siblings in

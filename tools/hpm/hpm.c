@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm: record, replay, compare, analyze and tune malloc traces; measure TLB
    costs.  This file: the table of commands and the dispatcher.  A command
    is one entry here and a function `int cmd_NAME(int argc, char **argv)`

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm: shared declarations of the command-line tool: the prepared trace
    (prep.c), the helpers (util.c), the commands and the TLB model.
    MIT licence.  */

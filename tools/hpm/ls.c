@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm ls: the processes of a recording.  `hpm record -o BASE` leaves BASE
    (the first process) and BASE.<pid> (BASE.<pid>.<k> after an exec) for
    every process it started; ls lists them as a tree by parent pid, with

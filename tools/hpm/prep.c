@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* From a decoded trace to a replayable program: operations grouped by
    thread, objects numbered densely, cross-thread dependencies, a serial
    order by time that respects them, and the peak of live bytes.  Hostile

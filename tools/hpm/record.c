@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm record: run a program with the recorder (libhpmtrace.so) preloaded,
    then name and summarise the trace files it left.  MIT licence.  */
 #include "args.h"

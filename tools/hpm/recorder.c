@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* libhpmtrace.so: the recorder.  Preloaded by `hpm record`, it interposes
    the malloc API, calls the allocator the program would have used (found
    with dlsym(RTLD_NEXT)) and appends one event per call to a per-thread

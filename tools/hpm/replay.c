@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm replay: the driver.  It prepares the trace, writes it as an image
    into a memfd and runs `hpm __engine` (engine.c) with the allocator
    preloaded and the tunables set, then reports what the engine measured.

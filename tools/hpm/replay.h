@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm: replaying a prepared trace in a child process under an allocator:
    the driver (replay.c) and the engine (engine.c) it runs.  MIT licence.  */
 #ifndef HPM_REPLAY_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm: configurations, their runs and how two are compared; shared by
    replay, compare and tune (compare.h has the contracts).
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm analyze --stacks: which code allocated what.  Every object of the
    prepared trace is charged to its allocation's call stack: bytes live at
    the peak of live bytes (the serial order's peak, as replay uses it),

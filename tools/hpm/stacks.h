@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm analyze --stacks and --flame: call sites by live bytes at the peak,
    bytes never freed and allocations (stacks.c), the symbols of their
    frames (symbolize.c) and the flame graph (flame.c).  MIT licence.  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm: medians, the Mann-Whitney U test, bootstrap intervals and units
    for people (the contracts are in stats.h).  MIT licence.  */
 #include "stats.h"

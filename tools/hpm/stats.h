@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm: the statistics behind replay, compare and tune, and the units
    their reports print.  Pure functions of their arguments: no I/O, no
    global state (the bootstrap takes its seed), so the tests can check

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm: SVG charts (svg.h), no dependencies.  A chart is a column of
    panels; each panel has one scale, whose ticks are round numbers in the
    unit a person would use, and whose range holds every value.  Text is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm: SVG charts a person can read: a title, axis titles with their
    units, round ticks (1-2-5 steps in human units: 2 MiB, 20 ms, 5 k), a
    log axis where the values span decades, every value inside the plot,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Symbols for the return addresses of recorded call stacks, offline: the
    address is placed in the mapping the trace's maps chunks give for it
    (/proc/self/maps of the traced process), turned into the ELF file's

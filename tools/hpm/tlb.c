@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm: the TLB model (geometry from CPUID or a preset; a set-associative
    LRU simulation of an L1 dTLB per page size and a shared L2 TLB), and
    the test commands `hpm __tlbdecode` and `hpm __tlbsim`.  What a TLB miss

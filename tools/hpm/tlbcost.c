@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm tlbcost: what a TLB miss costs on this machine.  A pointer chase
    over growing working sets on 4 KiB pages, THP and hugetlbfs pages; the
    extra latency of 4 KiB over huge pages at the largest size is the cost

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm trace format: encoder and reader (spec: tools/hpm/FORMAT.md).
    The encoding helpers are used by the recorder too: they allocate nothing
    and are async-signal-safe.  MIT licence.  */

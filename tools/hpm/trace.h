@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm trace format: encoding helpers shared by the recorder and the tools,
    and the reader.  The format is specified in tools/hpm/FORMAT.md.
    MIT licence.  */

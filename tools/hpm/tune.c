@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm tune: a search of the malloc tunables for one trace.  Coordinate
    descent: one tunable at a time, each candidate value run interleaved
    with the current best until both have enough runs (runs.c), kept only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpm: small helpers (progress line, sizes, paths, JSON).  MIT licence.  */
 #include "hpm.h"
 

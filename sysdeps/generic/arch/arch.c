@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* generic (any architecture): the build's architecture hooks.  MIT licence.  */
 #include "hp_placement.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Generic placement policy, for an architecture sysdeps does not know.
  * MIT licence.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The POSIX fallback of hp_sys.h, for any system sysdeps has no directory
  * for.  MIT licence.
  *

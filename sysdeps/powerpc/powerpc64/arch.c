@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* powerpc64: the build's architecture hooks.  MIT licence.  */
 #include "hp_placement.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* powerpc64 placement policy.  MIT licence.
  *
  * Hash MMU (POWER5+ to POWER9 in hash mode).  Effective addresses are cut

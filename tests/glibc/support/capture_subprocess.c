@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpmalloc's shim of glibc's support/support_capture_subprocess.c.
    Written for hpmalloc; MIT licence.  */
 #include <support/capture_subprocess.h>

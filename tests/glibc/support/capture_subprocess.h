@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpmalloc's shim of glibc's <support/capture_subprocess.h>: run a
    callback in a forked child and capture its output.  Written for
    hpmalloc; MIT licence.  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpmalloc's shim of glibc's <support/check.h>: failure reporting for
    glibc's malloc tests.  Written for hpmalloc; MIT licence.
 

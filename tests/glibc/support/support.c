@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpmalloc's shim of glibc's test-support library: failure recording,
    checks, allocation wrappers, shared memory, stderr.  Written for
    hpmalloc; MIT licence.  */

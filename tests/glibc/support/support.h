@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpmalloc's shim of glibc's <support/support.h>: helpers used by glibc's
    malloc tests.  Written for hpmalloc; MIT licence.  */
 #ifndef HPM_SUPPORT_SUPPORT_H

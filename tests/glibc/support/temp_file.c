@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpmalloc's shim of glibc's support/temp_file.c.  Written for hpmalloc;
    MIT licence.  */
 #include <support/temp_file.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpmalloc's shim of glibc's <support/temp_file.h>: temporary files that
    the test driver deletes at exit.  Written for hpmalloc; MIT licence.  */
 #ifndef HPM_SUPPORT_TEMP_FILE_H

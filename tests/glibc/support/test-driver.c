@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpmalloc's shim of glibc's <support/test-driver.c>.  Written for
    hpmalloc; MIT licence.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpmalloc's shim of glibc's <support/test-driver.h>.  Written for
    hpmalloc; MIT licence.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpmalloc's shim of glibc's support/support_test_main.c: the supervisor
    that runs a test function in a child under a timeout.  Written for
    hpmalloc; MIT licence.

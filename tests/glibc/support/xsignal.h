@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpmalloc's shim of glibc's <support/xsignal.h>.  Written for hpmalloc;
    MIT licence.  */
 #ifndef HPM_SUPPORT_XSIGNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpmalloc's shim of glibc's pthread wrappers (support/xpthread_*.c).
    Written for hpmalloc; MIT licence.  */
 #include <support/xthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpmalloc's shim of glibc's system-call wrappers (support/x*.c) and
    signal wrappers.  Written for hpmalloc; MIT licence.  */
 #include <support/xunistd.h>

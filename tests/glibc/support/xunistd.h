@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hpmalloc's shim of glibc's <support/xunistd.h>: POSIX wrappers that
    terminate the test on error.  Written for hpmalloc; MIT licence.  */
 #ifndef HPM_SUPPORT_XUNISTD_H

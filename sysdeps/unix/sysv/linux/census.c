@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* census.c: how much of some address ranges the kernel maps with huge
  * pages now (hp_os_huge_backed).  MIT licence.
  *

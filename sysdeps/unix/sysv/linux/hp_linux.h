@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hp_linux.h: helpers shared by the Linux sysdeps files (os.c, probe.c, census.c),
  * exposed for the unit tests.  MIT licence.  Not part of the core's
  * interface: only sysdeps/unix/sysv/linux/ and tests include it.

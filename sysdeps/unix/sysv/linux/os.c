@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Linux OS primitives: mmap, munmap, mprotect, madvise, mremap and the few
  * facts about the process the core needs.  MIT licence.
  *

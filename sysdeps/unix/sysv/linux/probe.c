@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The Linux probe: what the machine offers, from /sys and /proc.  MIT
  * licence.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Readers of /proc and /sys text that never allocate.  MIT licence.
  *
  * Contracts are in hp_linux.h.  Every buffer belongs to the caller (a stack
