@@ -35,9 +35,14 @@ analyze-deps:
 
 # gcc -fanalyzer on each file, as the library is built (-O2: the analyzer
 # sees through the inline helpers).  The log must be empty.
+# malloc.c defines malloc, free and realloc: the analyzer models them as
+# libc's, so realloc(p, 0) calling free(p) makes free's own body look like
+# a use after free, and realloc calling malloc a leak.  Those two checks
+# are off for that file alone; every other check stays on.
+$(ANALYZE_DIR)/gcc/malloc/malloc.log: ANALYZE_GCC_EXTRA := -Wno-analyzer-use-after-free -Wno-analyzer-malloc-leak
 $(ANALYZE_DIR)/gcc/%.log: %.c
 	@mkdir -p $(dir $@)
-	@if gcc -std=gnu11 $(WARN) $(ANALYZE_INC) -I$(dir $<) $(ANALYZE_DEFS) -O2 -fPIC -fanalyzer \
+	@if gcc -std=gnu11 $(WARN) $(ANALYZE_INC) -I$(dir $<) $(ANALYZE_DEFS) -O2 -fPIC -fanalyzer $(ANALYZE_GCC_EXTRA) \
 	     -c $< -o /dev/null >$@.tmp 2>&1 && ! grep -q 'warning:\|error:' $@.tmp; then mv $@.tmp $@; rm -f $@.bad; \
 	 else cat $@.tmp; mv $@.tmp $@.bad; exit 1; fi
 

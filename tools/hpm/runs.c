@@ -152,8 +152,8 @@ int measure(int fd, const struct replay_opts *base, struct config *const *cfg, i
   progress_done();
   for (int k = 0; k < n; k++) config_medians(cfg[k]);
   if (!progress_on_terminal() && n > 1)
-    fprintf(stderr, "hpm %s: %d configuration%s measured, %d runs each, %.1f s\n", what, n, n == 1 ? "" : "s",
-            cfg[0]->runs, now_s() - start);
+    fprintf(stderr, "hpm %s: %d configurations measured, %d runs each, %.1f s\n", what, n, cfg[0]->runs,
+            now_s() - start);
   return rc;
 }
 
