@@ -11,6 +11,8 @@
 #include "tunables.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -156,9 +158,12 @@ static int offered_sizes(uint64_t *sz, int max) {
   int n = 0;
   if (!d) return 0;
   for (struct dirent *e; (e = readdir(d)) && n < max;) {
-    unsigned long long kb;
-    char tail;
-    if (sscanf(e->d_name, "hugepages-%llukB%c", &kb, &tail) != 1 || !kb) continue;
+    static const char pre[] = "hugepages-";
+    if (strncmp(e->d_name, pre, sizeof pre - 1) != 0) continue;
+    char *end;
+    errno = 0;
+    unsigned long long kb = strtoull(e->d_name + sizeof pre - 1, &end, 10);
+    if (errno || !kb || strcmp(end, "kB") != 0 || kb > (UINT64_MAX >> 10)) continue;
     int i = n++;
     for (; i > 0 && sz[i - 1] > kb << 10; i--) sz[i] = sz[i - 1];
     sz[i] = kb << 10;
@@ -195,10 +200,10 @@ static int check_hugetlb_values(const char *s, char *err, size_t errlen) {
         }
         if (!ok) {
           /* a message: truncation is harmless */
-          (void)snprintf(err, errlen, "%.*s: out of range (%s%s%s)", (int)(len < 200 ? len : 200), p,
-                         is_mode ? "0 off, 1 THP, 2 hugetlbfs, or " : "0 the default, or ",
-                         n ? "a hugetlb page size this machine offers: " : "a hugetlb page size; this machine offers none",
-                         list);
+          (void)snprintf(
+              err, errlen, "%.*s: out of range (%s%s%s)", (int)(len < 200 ? len : 200), p,
+              is_mode ? "0 off, 1 THP, 2 hugetlbfs, or " : "0 the default, or ",
+              n ? "a hugetlb page size this machine offers: " : "a hugetlb page size; this machine offers none", list);
           return -1;
         }
       }

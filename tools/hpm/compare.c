@@ -203,8 +203,10 @@ static void row_note(const struct config *c, char *buf, size_t n) {
     (void)snprintf(buf, n, "not applied: %.400s (%.100s %s)", c->dropped, c->alloc, allocator_reads_text(c->alloc));
   size_t l = strlen(buf);
   if (c->med[M_FALLBACK_HUGETLB] > 0 || c->med[M_FALLBACK_THP] > 0)
-    (void)snprintf(buf + l, n - l, "%sfallbacks: %.0f hugetlb mappings failed, %.0f THP advice refused: the coverage "
-                   "is not of the pages asked for", l ? "; " : "", c->med[M_FALLBACK_HUGETLB], c->med[M_FALLBACK_THP]);
+    (void)snprintf(buf + l, n - l,
+                   "%sfallbacks: %.0f hugetlb mappings failed, %.0f THP advice refused: the coverage "
+                   "is not of the pages asked for",
+                   l ? "; " : "", c->med[M_FALLBACK_HUGETLB], c->med[M_FALLBACK_THP]);
 }
 
 static void print_header(const struct compare_opts *o, int partial) {
@@ -230,8 +232,8 @@ static void print_header(const struct compare_opts *o, int partial) {
    "faster", "slower", or "~" when the interval holds 1 or the two-sided
    Mann-Whitney U test gives p >= COMPARE_ALPHA.  */
 static const char *speedup_word(const struct verdict *v) {
-  struct verdict c = { v->ratio > 0 ? 1 / v->ratio : HUGE_VAL, v->hi > 0 ? 1 / v->hi : 0, v->lo > 0 ? 1 / v->lo : HUGE_VAL,
-                       v->p };
+  struct verdict c = { v->ratio > 0 ? 1 / v->ratio : HUGE_VAL, v->hi > 0 ? 1 / v->hi : 0,
+                       v->lo > 0 ? 1 / v->lo : HUGE_VAL, v->p };
   return verdict_word(&c, COMPARE_ALPHA);
 }
 

@@ -730,6 +730,8 @@ static double median_of(double *v, int n) {
 static void measure_repeated(const struct settings *s, struct measured *m, int n) {
   double v[7][9];
   int settled = 1;
+  if (n < 1) n = 1; /* the option's range is 1 to 9; v holds 9 */
+  if (n > 9) n = 9;
   for (int k = 0; k < n; k++) {
     progress("doctor: measurement %d of %d", k + 1, n);
     measure(s, m);

@@ -430,7 +430,7 @@ static const struct arg_cmd engine_cmd = {
 
 /* What the engine measured, besides what E holds.  */
 struct engine_result {
-  uint64_t base_rss, hwm; /* VmRSS before the replay, VmHWM after it (KiB) */
+  uint64_t base_rss, hwm;                     /* VmRSS before the replay, VmHWM after it (KiB) */
   double wall, cpu, p50, p99, mean, clock_ns; /* per op; clock_ns: what one reading of the clock costs */
   long minflt;
   uint64_t acc, l1m4, w4, l1ma, wa; /* TLB model: accesses; L1 misses and walks, 4 KiB and actual pages */
@@ -622,7 +622,8 @@ static void engine_report(const struct engine_opts *o, const struct engine_resul
   printf(",\"emulated\":");
   json_str(stdout, A.emulated);
   printf(",\"threads\":%u,\"mode\":\"%s\",\"touch\":\"%s\",\"ops\":%llu,\"wall_s\":%.6f,\"cpu_s\":%.6f,"
-         "\"ns_p50\":%.0f,\"ns_p99\":%.0f,\"ns_mean\":%.1f,\"clock_ns\":%.0f,\"minor_faults\":%ld,\"baseline_rss_kb\":%llu,\"peak_rss_kb\":%llu,"
+         "\"ns_p50\":%.0f,\"ns_p99\":%.0f,\"ns_mean\":%.1f,\"clock_ns\":%.0f,\"minor_faults\":%ld,\"baseline_rss_kb\":%"
+         "llu,\"peak_rss_kb\":%llu,"
          "\"rss_at_peak_kb\":%llu,\"peak_live_bytes\":%llu,\"heap_rss_kb\":%llu,\"heap_huge_kb\":%llu,"
          "\"hugepage_coverage\":%.4f,\"live_bytes_on_huge\":%.4f,\"hugepage_source\":\"%s\",\"anon_huge_kb\":%llu,"
          "\"hugepage_regions_1g\":%llu,\"tlb_model\":\"%s\",\"tlb_accesses\":%llu,\"tlb_l1_misses_4k\":%llu,\"tlb_"
@@ -634,8 +635,8 @@ static void engine_report(const struct engine_opts *o, const struct engine_resul
          E.touch == TOUCH_NONE    ? "none"
          : E.touch == TOUCH_FIRST ? "first"
                                   : "full",
-         (unsigned long long)E.h->nops, r->wall, r->cpu, r->p50, r->p99, r->mean, r->clock_ns, r->minflt, (unsigned long long)r->base_rss,
-         (unsigned long long)(r->hwm > r->base_rss ? r->hwm - r->base_rss : 0),
+         (unsigned long long)E.h->nops, r->wall, r->cpu, r->p50, r->p99, r->mean, r->clock_ns, r->minflt,
+         (unsigned long long)r->base_rss, (unsigned long long)(r->hwm > r->base_rss ? r->hwm - r->base_rss : 0),
          (unsigned long long)(E.rss_at_peak_kb > r->base_rss ? E.rss_at_peak_kb - r->base_rss : 0),
          (unsigned long long)E.h->peak_live, (unsigned long long)E.heap_rss_kb, (unsigned long long)E.heap_huge_kb,
          E.heap_rss_kb ? (double)E.heap_huge_kb / (double)E.heap_rss_kb : 0.0,
@@ -644,7 +645,9 @@ static void engine_report(const struct engine_opts *o, const struct engine_resul
          (unsigned long long)r->l1m4, (unsigned long long)r->w4, (unsigned long long)r->l1ma, (unsigned long long)r->wa,
          cyc4, cyca, walk_ns, walk_ns * (double)r->w4, walk_ns * (double)r->wa,
          walk_ns * (double)(r->w4 > r->wa ? r->w4 - r->wa : 0), (unsigned long long)E.failures,
-         (unsigned long long)(o->serial ? E.h->nops : E.h->nthreads ? E.th[0].nops : 0));
+         (unsigned long long)(o->serial       ? E.h->nops
+                              : E.h->nthreads ? E.th[0].nops
+                                              : 0));
   if (r->have_hp)
     printf(",\"hpmalloc\":{\"mode\":%d,\"huge_page_size\":%llu,\"arenas\":%llu,\"bytes_thp\":%llu,"
            "\"bytes_hugetlb\":%llu,\"fallbacks_hugetlb\":%llu,\"fallbacks_thp\":%llu}",

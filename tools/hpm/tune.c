@@ -39,7 +39,7 @@
 #define NPARAMS 6
 #define ALPHA 0.01        /* the level of the ablation (Holm) and of the final check */
 #define FAMILY_ALPHA 0.05 /* the search's: the chance of keeping any change that does nothing */
-#define MIN_GAIN 1.03 /* the smallest median gain kept */
+#define MIN_GAIN 1.03     /* the smallest median gain kept */
 
 /* The tunables searched (glibc.malloc.NAME), in the order tried.  */
 static const char *const param_names[NPARAMS] = { "hugetlb",        "mmap_threshold", "top_pad",
@@ -141,10 +141,10 @@ struct tuner {
   struct tparam ps[NPARAMS];
   int best[NPARAMS];
   int fd, total_runs, kept;
-  int candidates;   /* how many the search tries */
-  double alpha;     /* each candidate's level: FAMILY_ALPHA / candidates */
-  int min_runs;     /* fewer runs each can never reach it */
-  int single;       /* the trace's operations are all on one thread */
+  int candidates; /* how many the search tries */
+  double alpha;   /* each candidate's level: FAMILY_ALPHA / candidates */
+  int min_runs;   /* fewer runs each can never reach it */
+  int single;     /* the trace's operations are all on one thread */
 };
 
 static int hugetlb_pool(void) {
@@ -209,8 +209,8 @@ static void report_head(const struct tuner *t) {
   printf("each candidate runs interleaved with the best so far, each at least %d runs and %.2g s of replay;\n"
          "%d candidates: a change is kept when a two-sided Mann-Whitney U test gives p < %.2g (%.2g / %d,\n"
          "Bonferroni) and its median gains >= %.0f%%; fewer than %d runs each cannot reach that level\n",
-         o->policy.reps, o->policy.min_time, t->candidates, t->alpha, FAMILY_ALPHA, t->candidates,
-         (MIN_GAIN - 1) * 100, t->min_runs);
+         o->policy.reps, o->policy.min_time, t->candidates, t->alpha, FAMILY_ALPHA, t->candidates, (MIN_GAIN - 1) * 100,
+         t->min_runs);
   if (t->single && (o->search >> 4 & 1))
     printf("arena_max not searched: every operation of this trace is on one thread, whose heap is the main arena\n");
   if (o->null_test)
@@ -233,12 +233,12 @@ static void report_step(const struct tuner *t, const char *name, const struct co
   char few[64];
   (void)snprintf(few, sizeof few, "(too few runs to tell: %d needed)", t->min_runs); /* fits */
   printf("%-18s %8.2g %3d+%-3d %s\n", r, v->p, cand->runs, cur->runs,
-         keep                                                    ? "kept"
+         keep                                                  ? "kept"
          : cand->runs < t->min_runs || cur->runs < t->min_runs ? few
-         : v->p >= t->alpha                                      ? "noise"
-         : v->ratio > 1                                          ? "slower"
-         : v->ratio > 1.0 / MIN_GAIN                             ? "gain below 3%"
-                                                                 : "");
+         : v->p >= t->alpha                                    ? "noise"
+         : v->ratio > 1                                        ? "slower"
+         : v->ratio > 1.0 / MIN_GAIN                           ? "gain below 3%"
+                                                               : "");
   (void)fflush(stdout); /* as it is decided, into a pipe or a file too; errors show at exit */
 }
 
