@@ -19,7 +19,7 @@ MUSL_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Iinclude -Isysdeps/musl -static
 MUSL_LINK  = $(MUSL_CC) $(MUSL_CFLAGS) -o $@ $(filter %.c,$^) $(MUSL_LIB)
 MUSL_BINS  := $(MUSL_BIN)/api/api-static $(MUSL_BIN)/hardening/misuse-static $(MUSL_BIN)/hardening/limits \
               $(MUSL_BIN)/static-tunables $(MUSL_BIN)/libc-own \
-              $(MUSL_BIN)/hugepages/coverage $(MUSL_BIN)/hugepages/backed
+              $(MUSL_BIN)/hugepages/coverage $(MUSL_BIN)/hugepages/backed $(MUSL_BIN)/hugepages/emptyroot
 
 .PHONY: musl musl-bins check-musl
 musl:
